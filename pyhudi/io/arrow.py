@@ -1,0 +1,59 @@
+"""Zero-copy bridges between Arrow binary arrays and numpy buffers, for compiled loops."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+import pyarrow as pa
+
+from pyhudi.errors import InvalidInputError
+
+
+def to_binary_array(values: Iterable[str | bytes] | pa.Array | pa.ChunkedArray, what: str = "key") -> pa.Array:
+    """An Arrow binary (or large_binary) array from strings, bytes or an Arrow string/binary array; no nulls."""
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks() if values.num_chunks != 1 else values.chunk(0)
+    if not isinstance(values, pa.Array):
+        items = list(values)
+        if any(isinstance(v, str) for v in items):
+            arr = pa.array(items, pa.string())
+        else:
+            arr = pa.array(items, pa.binary())
+    else:
+        arr = values
+    t = arr.type
+    if pa.types.is_string(t):
+        arr = arr.cast(pa.binary())
+    elif pa.types.is_large_string(t):
+        arr = arr.cast(pa.large_binary())
+    elif not (pa.types.is_binary(t) or pa.types.is_large_binary(t)):
+        raise InvalidInputError(f"{what}s must be strings or bytes, got Arrow type {t}")
+    if arr.null_count:
+        raise InvalidInputError(f"null {what} at position {arr.is_null().index(True).as_py()}")
+    return arr
+
+
+def binary_buffers(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """(data uint8, offsets int64 of length n+1) of a null-free binary/large_binary array, without copying data."""
+    odt = np.int64 if pa.types.is_large_binary(arr.type) else np.int32
+    bufs = arr.buffers()
+    offs = np.frombuffer(bufs[1], dtype=odt)[arr.offset : arr.offset + len(arr) + 1] if len(arr) else np.zeros(1, odt)
+    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None and bufs[2].size else np.empty(0, np.uint8)
+    return data, offs.astype(np.int64, copy=False)
+
+
+def binary_array(data: np.ndarray, offsets: np.ndarray, valid: np.ndarray | None = None) -> pa.Array:
+    """A binary array over numpy buffers (int32 offsets); ``valid`` is an optional boolean mask."""
+    n = len(offsets) - 1
+    validity = None
+    null_count = 0
+    if valid is not None and not valid.all():
+        validity = pa.py_buffer(np.packbits(valid, bitorder="little"))
+        null_count = int(n - np.count_nonzero(valid))
+    return pa.Array.from_buffers(
+        pa.binary(),
+        n,
+        [validity, pa.py_buffer(offsets.astype(np.int32, copy=False)), pa.py_buffer(data)],
+        null_count=null_count,
+    )
