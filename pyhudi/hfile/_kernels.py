@@ -10,24 +10,24 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-_JIT = {"cache": True, "nogil": True}
+_jit = nb.njit(cache=True, nogil=True)
 
 
-@nb.njit(**_JIT)
-def _be16(b, p):  # type: ignore[no-untyped-def]
+@_jit
+def _be16(b, p):
     return (np.int64(b[p]) << 8) | np.int64(b[p + 1])
 
 
-@nb.njit(**_JIT)
-def _be32(b, p):  # type: ignore[no-untyped-def]
+@_jit
+def _be32(b, p):
     v = (np.int64(b[p]) << 24) | (np.int64(b[p + 1]) << 16) | (np.int64(b[p + 2]) << 8) | np.int64(b[p + 3])
     if v >= 0x80000000:
         v -= 0x100000000
     return v
 
 
-@nb.njit(**_JIT)
-def _vint_size(first):  # type: ignore[no-untyped-def]
+@_jit
+def _vint_size(first):
     b = np.int64(first)
     if b > 127:
         b -= 256
@@ -38,8 +38,8 @@ def _vint_size(first):  # type: ignore[no-untyped-def]
     return -111 - b
 
 
-@nb.njit(**_JIT)
-def _cmp(a, a0, alen, b, b0, blen):  # type: ignore[no-untyped-def]
+@_jit
+def _cmp(a, a0, alen, b, b0, blen):
     """Unsigned lexicographic comparison of a[a0:a0+alen] and b[b0:b0+blen]: -1, 0 or 1."""
     n = min(alen, blen)
     for i in range(n):
@@ -52,8 +52,8 @@ def _cmp(a, a0, alen, b, b0, blen):  # type: ignore[no-untyped-def]
     return -1 if alen < blen else 1
 
 
-@nb.njit(**_JIT)
-def _next_cell(buf, pos, mvcc, tags):  # type: ignore[no-untyped-def]
+@_jit
+def _next_cell(buf, pos, mvcc, tags):
     """Decode the cell at pos: (row_start, row_len, value_start, value_len, next_pos); next_pos < 0 if corrupt."""
     n = len(buf)
     if pos + 8 > n:
@@ -83,8 +83,8 @@ def _next_cell(buf, pos, mvcc, tags):  # type: ignore[no-untyped-def]
     return k0 + 2, rlen, v0, vlen, p
 
 
-@nb.njit(**_JIT)
-def parse_cells(buf, mvcc, tags):  # type: ignore[no-untyped-def]
+@_jit
+def parse_cells(buf, mvcc, tags):
     """All cells of a data block payload: (count, row_start, row_len, value_start, value_len, error_pos).
 
     error_pos is -1 when the payload decoded cleanly, else the payload offset of the first bad cell.
@@ -110,8 +110,8 @@ def parse_cells(buf, mvcc, tags):  # type: ignore[no-untyped-def]
     return n, rs[:n], rl[:n], vs[:n], vl[:n], -1
 
 
-@nb.njit(**_JIT)
-def lookup_block(buf, mvcc, tags, qdata, qoff, lo, hi, out_start, out_len):  # type: ignore[no-untyped-def]
+@_jit
+def lookup_block(buf, mvcc, tags, qdata, qoff, lo, hi, out_start, out_len):
     """Merge-join sorted query keys qoff[lo:hi] with the sorted cells of one block.
 
     For each query i found, out_start[i]/out_len[i] get the value's position in buf (the first cell of the row);
@@ -140,8 +140,8 @@ def lookup_block(buf, mvcc, tags, qdata, qoff, lo, hi, out_start, out_len):  # t
     return -1
 
 
-@nb.njit(**_JIT)
-def floor_blocks(qdata, qoff, kdata, koff, last_data, last_len):  # type: ignore[no-untyped-def]
+@_jit
+def floor_blocks(qdata, qoff, kdata, koff, last_data, last_len):
     """For each sorted query, the index of the last block whose first key <= query (-1: none or past last key)."""
     nq = len(qoff) - 1
     nk = len(koff) - 1
@@ -159,8 +159,8 @@ def floor_blocks(qdata, qoff, kdata, koff, last_data, last_len):  # type: ignore
     return out
 
 
-@nb.njit(**_JIT)
-def lower_bound(buf, rs, rl, key, strict):  # type: ignore[no-untyped-def]
+@_jit
+def lower_bound(buf, rs, rl, key, strict):
     """First cell index whose row is >= key (> key if strict), by binary search over parsed rows."""
     lo = 0
     hi = len(rs)
@@ -174,8 +174,8 @@ def lower_bound(buf, rs, rl, key, strict):  # type: ignore[no-untyped-def]
     return lo
 
 
-@nb.njit(**_JIT)
-def gather(buf, starts, lens):  # type: ignore[no-untyped-def]
+@_jit
+def gather(buf, starts, lens):
     """Concatenate buf[starts[i]:starts[i]+lens[i]] (skipping lens < 0); returns (data, int32 offsets)."""
     n = len(starts)
     total = 0
@@ -197,8 +197,8 @@ def gather(buf, starts, lens):  # type: ignore[no-untyped-def]
 
 
 # -- writer ----------------------------------------------------------------------------------------------
-@nb.njit(**_JIT)
-def first_unsorted(kdata, koff):  # type: ignore[no-untyped-def]
+@_jit
+def first_unsorted(kdata, koff):
     """Index i of the first key that is not strictly greater than key i-1, or -1 when strictly increasing."""
     n = len(koff) - 1
     for i in range(1, n):
@@ -207,8 +207,8 @@ def first_unsorted(kdata, koff):  # type: ignore[no-untyped-def]
     return -1
 
 
-@nb.njit(**_JIT)
-def plan_blocks(koff, voff, block_size, overhead, used, count):  # type: ignore[no-untyped-def]
+@_jit
+def plan_blocks(koff, voff, block_size, overhead, used, count):
     """Block cut points for appended cells, continuing a block already holding ``count`` cells/``used`` bytes.
 
     A new block starts before a cell when the current block is not empty and the cell would take it past
@@ -229,8 +229,8 @@ def plan_blocks(koff, voff, block_size, overhead, used, count):  # type: ignore[
     return cuts[:nc], used, count
 
 
-@nb.njit(**_JIT)
-def build_cells(kdata, koff, vdata, voff, lo, hi):  # type: ignore[no-untyped-def]
+@_jit
+def build_cells(kdata, koff, vdata, voff, lo, hi):
     """Serialise cells lo..hi-1 as Hudi writes them: klen, vlen, rowlen, row, 0, LATEST ts, Put, value, MVCC 0."""
     total = 0
     for i in range(lo, hi):

@@ -15,8 +15,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 import numpy as np
-import pyarrow.compute as pc
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from pyhudi.errors import CorruptFileError, UnsupportedFormatError
 from pyhudi.hfile import _kernels as K
@@ -88,7 +88,7 @@ class HFileReader:
         # root data index, meta index, file info: back to back
         h_root, root = self._decode(section, 0, los, MAGIC_ROOT_INDEX)
         meta_pos = h_root.on_disk_size
-        h_meta, meta = self._decode(section, meta_pos, los + meta_pos, MAGIC_ROOT_INDEX)
+        _, meta = self._decode(section, meta_pos, los + meta_pos, MAGIC_ROOT_INDEX)
         fi_pos = t.file_info_offset - los
         _, fi = self._decode(section, fi_pos, t.file_info_offset, MAGIC_FILE_INFO)
         try:

@@ -198,7 +198,7 @@ class HFileWriter:
         if not self._block:
             return
         payload = self._block[0] if len(self._block) == 1 else np.concatenate(self._block)
-        blk = encode_block(MAGIC_DATA, memoryview(payload), self.codec, self._prev_data_offset)
+        blk = encode_block(MAGIC_DATA, payload.data, self.codec, self._prev_data_offset)
         off = self._emit(blk)
         if self._first_data_offset < 0:
             self._first_data_offset = off

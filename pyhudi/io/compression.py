@@ -59,7 +59,7 @@ def decompress(codec: int, data: bytes | memoryview, expected_size: int) -> byte
         d = isal_zlib.decompressobj(_GZIP_WBITS)
         try:
             out = d.decompress(data)
-        except isal_zlib.error as e:
+        except Exception as e:  # isal_zlib.error
             raise ValueError(f"gzip payload is corrupt: {e}") from e
         if not d.eof:
             raise ValueError("gzip payload is truncated")

@@ -1,0 +1,1 @@
+"""Benchmarks shipped with the package so that ``pyhudi bench ...`` runs them anywhere."""

@@ -1,0 +1,48 @@
+"""The ``pyhudi`` command. Every command has text output and ``--json``; errors go through one handler."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from pyhudi import __version__
+from pyhudi.cli.output import emit_json
+from pyhudi.errors import PyHudiError
+
+
+class _Cli(click.Group):
+    """A group whose commands share one error handler: a PyHudiError becomes a clear message and exit 1."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except PyHudiError as e:
+            if _wants_json(ctx):
+                emit_json({"error": str(e), "type": type(e).__name__})
+            click.echo(f"error: {e}", err=True)
+            sys.exit(1)
+
+
+def _wants_json(ctx: click.Context) -> bool:
+    return "--json" in sys.argv[1:]
+
+
+@click.group(cls=_Cli, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="pyhudi")
+def main() -> None:
+    """pyhudi: Apache Hudi tables with a Record Level Index, for Python and PySpark."""
+
+
+def _register() -> None:
+    from pyhudi.cli import bench_cmd, hfile_cmd
+
+    main.add_command(hfile_cmd.hfile)
+    main.add_command(bench_cmd.bench)
+
+
+_register()
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,48 @@
+"""Printing results: text for people, one JSON document for programs."""
+
+from __future__ import annotations
+
+import base64
+import json
+import sys
+from typing import Any
+
+import click
+
+
+def emit_json(data: Any) -> None:
+    """Print ``data`` as one line of JSON on stdout (the last line a command prints)."""
+    sys.stdout.write(json.dumps(data, default=_default) + "\n")
+    sys.stdout.flush()
+
+
+def _default(o: Any) -> Any:
+    if isinstance(o, bytes):
+        return text_or_base64(o)[0]
+    if hasattr(o, "item"):
+        return o.item()
+    raise TypeError(f"cannot serialise {type(o).__name__}")
+
+
+def text_or_base64(b: bytes) -> tuple[str, bool]:
+    """(text, is_text): UTF-8 text if the bytes decode, else Base64."""
+    try:
+        return b.decode("utf-8"), True
+    except UnicodeDecodeError:
+        return base64.b64encode(b).decode("ascii"), False
+
+
+def echo_table(rows: list[dict[str, Any]], columns: list[str]) -> None:
+    """A plain aligned text table."""
+    widths = {c: max([len(c)] + [len(_cell(r.get(c))) for r in rows]) for c in columns}
+    click.echo("  ".join(c.ljust(widths[c]) for c in columns))
+    for r in rows:
+        click.echo("  ".join(_cell(r.get(c)).ljust(widths[c]) for c in columns))
+
+
+def _cell(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.3f}"
+    return str(v)
