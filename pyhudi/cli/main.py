@@ -36,10 +36,13 @@ def main() -> None:
 
 
 def _register() -> None:
-    from pyhudi.cli import bench_cmd, hfile_cmd
+    from pyhudi.cli import bench_cmd, hfile_cmd, table_cmd
 
     main.add_command(hfile_cmd.hfile)
     main.add_command(bench_cmd.bench)
+    main.add_command(table_cmd.write)
+    main.add_command(table_cmd.read)
+    main.add_command(table_cmd.timeline)
 
 
 _register()

@@ -1,0 +1,176 @@
+"""``pyhudi write``, ``pyhudi read``, ``pyhudi timeline``: the table commands."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from pyhudi import config as C
+from pyhudi.cli.output import echo_table, emit_json
+from pyhudi.errors import ConfigError, InvalidInputError
+
+
+def _parse_options(pairs: tuple[str, ...]) -> dict[str, str]:
+    out = {}
+    for p in pairs:
+        if "=" not in p:
+            raise ConfigError(f"--option {p!r} must look like KEY=VALUE")
+        k, v = p.split("=", 1)
+        out[k.strip()] = v.strip()
+    return out
+
+
+def _read_input(spark: Any, path: str) -> Any:
+    lower = path.lower()
+    from pyhudi.io.storage import Storage
+
+    storage, p = Storage.from_uri(path)
+    if not storage.exists(p):
+        raise InvalidInputError(f"input file not found: {path}")
+    import pyarrow.csv as pcsv
+    import pyarrow.json as pjson
+    import pyarrow.parquet as pq
+
+    with storage.open_input(p) as f:
+        try:
+            if lower.endswith(".csv"):
+                table = pcsv.read_csv(f)
+            elif lower.endswith((".json", ".jsonl", ".ndjson")):
+                table = pjson.read_json(f)
+            else:
+                table = pq.read_table(f)
+        except Exception as e:  # noqa: BLE001 - any parse failure is bad input
+            raise InvalidInputError(f"cannot read input {path}: {e}") from None
+    return spark.createDataFrame(table)
+
+
+class _Progress:
+    """Stage progress on a terminal (stderr); silent otherwise and with --json."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled and sys.stderr.isatty()
+
+    def __call__(self, stage: str, pct: float) -> None:
+        if self.enabled:
+            sys.stderr.write(f"\r{stage:<10} {pct:5.1f}%")
+            sys.stderr.flush()
+            if pct >= 100:
+                sys.stderr.write("\n")
+
+
+@click.command()
+@click.argument("table")
+@click.option("--input", "input_path", required=True, help="Parquet (or .csv / .json) file of records.")
+@click.option("--operation", type=click.Choice(list(C.OPERATIONS)), default="upsert", show_default=True)
+@click.option("--record-key", "record_key", required=True, help="Record key column(s), comma separated.")
+@click.option("--partition-field", default="", help="Partition column(s), comma separated (none: unpartitioned).")
+@click.option("--ordering-field", default="", help="Ordering (event time) column.")
+@click.option("--index-type", default=None, help="hoodie.index.type (SIMPLE, GLOBAL_SIMPLE, ...).")
+@click.option("--table-name", default=None, help="Name of a table created by this write.")
+@click.option("--option", "options", multiple=True, help="Any hoodie.* option as KEY=VALUE (repeatable).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object as the last line.")
+def write(
+    table: str,
+    input_path: str,
+    operation: str,
+    record_key: str,
+    partition_field: str,
+    ordering_field: str,
+    index_type: str | None,
+    table_name: str | None,
+    options: tuple[str, ...],
+    as_json: bool,
+) -> None:
+    """Write records from a file into TABLE (created if the path holds none)."""
+    from pyhudi.spark.session import get_spark
+    from pyhudi.table.table import Table
+
+    opts = _parse_options(options)
+    opts[C.RECORDKEY_FIELD] = record_key
+    opts[C.PARTITIONPATH_FIELD] = partition_field
+    if ordering_field:
+        opts[C.ORDERING_FIELDS] = ordering_field
+    if index_type:
+        opts[C.INDEX_TYPE] = index_type
+    if table_name:
+        opts[C.TABLE_NAME] = table_name
+    opts[C.OPERATION] = operation
+    C.WriteConfig.from_options(opts)  # reject bad options before starting Spark
+    spark = get_spark()
+    df = _read_input(spark, input_path)
+    if Table.exists(table):
+        t = Table.open(table)
+    else:
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        t = Table.create(table, to_arrow_schema(df.schema), opts)
+    result = t.write(df, operation=operation, options=opts)
+    d = result.to_dict()
+    if as_json:
+        emit_json(d)
+    else:
+        click.echo(
+            f"{operation} committed at instant {d['instant']}: {d['inserted']} inserted, {d['updated']} updated, "
+            f"{d['deleted']} deleted; {d['files_written']} file(s) in {d['partitions']} partition(s); "
+            f"{d['timings_s'].get('total', 0):.1f}s"
+        )
+
+
+@click.command()
+@click.argument("table")
+@click.option("--as-of", default=None, help="Read the table as of this completed instant.")
+@click.option("--output", default=None, help="Write the rows to this parquet file instead of printing them.")
+@click.option("--limit", type=click.IntRange(min=0), default=None, help="At most this many rows.")
+@click.option("--json", "as_json", is_flag=True, help="Print rows as JSON lines.")
+def read(table: str, as_of: str | None, output: str | None, limit: int | None, as_json: bool) -> None:
+    """Read TABLE's latest snapshot (or as of an instant)."""
+    from pyhudi.table.table import Table
+
+    t = Table.open(table)
+    data = t.to_arrow(as_of=as_of)
+    if limit is not None:
+        data = data.slice(0, limit)
+    if output:
+        import pyarrow.parquet as pq
+
+        from pyhudi.io.storage import Storage
+
+        storage, p = Storage.from_uri(output)
+        with storage.open_output(p) as f:
+            pq.write_table(data, f)
+        msg = {"rows": data.num_rows, "output": output}
+        emit_json(msg) if as_json else click.echo(f"wrote {data.num_rows} rows to {output}")
+        return
+    rows = data.to_pylist()
+    if as_json:
+        for r in rows:
+            emit_json(r)
+    else:
+        cols = data.column_names
+        echo_table([{c: r[c] for c in cols} for r in rows], cols)
+        click.echo(f"({data.num_rows} rows)")
+
+
+@click.command()
+@click.argument("table")
+@click.option("--json", "as_json", is_flag=True)
+def timeline(table: str, as_json: bool) -> None:
+    """List TABLE's instants (requested time, action, state, completion time)."""
+    from pyhudi.table.table import Table
+
+    t = Table.open(table)
+    rows = [
+        {
+            "instant": i.requested_time,
+            "action": i.action,
+            "state": i.state.name,
+            "completed": i.completion_time,
+        }
+        for i in t.timeline()
+    ]
+    if as_json:
+        emit_json(rows)
+    else:
+        echo_table(rows, ["instant", "action", "state", "completed"])

@@ -1,0 +1,1 @@
+"""Spark integration: the session pyhudi runs on, and the Arrow task functions it ships to executors."""

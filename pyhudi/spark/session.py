@@ -1,0 +1,91 @@
+"""The Spark session pyhudi uses.
+
+Local Spark is the embedded default. Python workers run the interpreter that runs pyhudi (``PYSPARK_PYTHON``),
+and a local session binds to loopback only. An existing session (a cluster's) is used as it is.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from typing import TYPE_CHECKING
+
+from pyhudi.errors import ConfigError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+LOOPBACK = "127.0.0.1"
+ENV_MASTER = "PYHUDI_SPARK_MASTER"
+DEFAULT_MASTER = "local[2]"
+
+
+def check_java() -> str:
+    """The Java executable Spark will use; a clear error if there is none or it is too old."""
+    home = os.environ.get("JAVA_HOME")
+    java = os.path.join(home, "bin", "java") if home else shutil.which("java")
+    if not java or not os.path.exists(java):
+        raise ConfigError(
+            "Java 17 is required to run Spark but no 'java' was found: install a JDK 17 "
+            "(e.g. 'apt-get install openjdk-17-jre-headless') or set JAVA_HOME"
+        )
+    try:
+        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30).stderr
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise ConfigError(f"cannot run {java} -version: {e}") from e
+    major = _java_major(out)
+    if major is not None and major < 17:
+        raise ConfigError(f"Spark 4 needs Java 17 or newer; {java} is Java {major}")
+    return java
+
+
+def _java_major(version_output: str) -> int | None:
+    import re
+
+    m = re.search(r'version "(\d+)(?:\.(\d+))?', version_output)
+    if not m:
+        return None
+    major = int(m.group(1))
+    return int(m.group(2)) if major == 1 and m.group(2) else major
+
+
+def get_spark(master: str | None = None, app_name: str = "pyhudi") -> SparkSession:
+    """The active Spark session, or a new local one bound to loopback.
+
+    ``master`` (or ``PYHUDI_SPARK_MASTER``) picks the master of a new session: ``local[N]`` by default,
+    ``local-cluster[2,1,1024]`` for a local multi-process cluster.
+    """
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None and master is None:
+        return active
+    check_java()
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    master = master or os.environ.get(ENV_MASTER) or DEFAULT_MASTER
+    if master.startswith("local"):
+        os.environ["SPARK_LOCAL_IP"] = LOOPBACK
+    builder = (
+        SparkSession.builder.appName(app_name)
+        .master(master)
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.shuffle.partitions", "8")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
+    )
+    if master.startswith("local"):
+        builder = (
+            builder.config("spark.driver.host", LOOPBACK)
+            .config("spark.driver.bindAddress", LOOPBACK)
+            .config("spark.executorEnv.SPARK_LOCAL_IP", LOOPBACK)
+        )
+    if master.startswith("local-cluster"):
+        builder = builder.config("spark.executor.memory", "1g")
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark

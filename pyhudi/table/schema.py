@@ -1,0 +1,195 @@
+"""Table schemas: Arrow <-> Avro (as Hudi's Spark writer spells them) and the five Hudi meta columns.
+
+Hudi records the writer schema as Avro JSON (``hoodie.table.create.schema`` and the ``schema`` entry of every
+commit's extra metadata). Spark's converter names the record ``<table>_record`` in namespace ``hoodie.<table>``,
+makes nullable fields ``[type, "null"]`` and encodes decimals as named fixed types.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pyarrow as pa
+
+from pyhudi.errors import InvalidInputError
+
+COMMIT_TIME_COL = "_hoodie_commit_time"
+COMMIT_SEQNO_COL = "_hoodie_commit_seqno"
+RECORD_KEY_COL = "_hoodie_record_key"
+PARTITION_PATH_COL = "_hoodie_partition_path"
+FILE_NAME_COL = "_hoodie_file_name"
+META_COLUMNS = (COMMIT_TIME_COL, COMMIT_SEQNO_COL, RECORD_KEY_COL, PARTITION_PATH_COL, FILE_NAME_COL)
+IS_DELETED_COL = "_hoodie_is_deleted"
+META_SCHEMA = pa.schema([pa.field(c, pa.string()) for c in META_COLUMNS])
+
+
+def record_name(table_name: str) -> tuple[str, str]:
+    """(record name, namespace) of a table's Avro schema, as Hudi's Spark writer derives them."""
+    return f"{table_name}_record", f"hoodie.{table_name}"
+
+
+def without_meta(schema: pa.Schema) -> pa.Schema:
+    return pa.schema([f for f in schema if f.name not in META_COLUMNS])
+
+
+def with_meta(schema: pa.Schema) -> pa.Schema:
+    return pa.schema(list(META_SCHEMA) + list(without_meta(schema)))
+
+
+def _decimal_fixed_size(precision: int) -> int:
+    # smallest byte count whose signed range holds 10**precision - 1
+    return max(1, math.ceil((precision * math.log2(10) + 1) / 8))
+
+
+def arrow_to_avro(schema: pa.Schema, name: str, namespace: str) -> dict[str, Any]:
+    """The Avro record schema (as a JSON-able dict) for an Arrow schema."""
+    return _record(list(schema), name, namespace)
+
+
+def _record(fields: list[pa.Field], name: str, namespace: str) -> dict[str, Any]:
+    out = []
+    for f in fields:
+        t = _avro_type(f.type, f.name, f"{namespace}.{name}")
+        if f.nullable:
+            out.append({"name": f.name, "type": [t, "null"]})
+        else:
+            out.append({"name": f.name, "type": t})
+    return {"type": "record", "name": name, "namespace": namespace, "fields": out}
+
+
+def _avro_type(t: pa.DataType, field_name: str, ns: str) -> Any:
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return "string"
+    if pa.types.is_boolean(t):
+        return "boolean"
+    if pa.types.is_int8(t) or pa.types.is_int16(t) or pa.types.is_int32(t):
+        return "int"
+    if pa.types.is_int64(t):
+        return "long"
+    if pa.types.is_float32(t):
+        return "float"
+    if pa.types.is_float64(t):
+        return "double"
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return "bytes"
+    if pa.types.is_date32(t):
+        return {"type": "int", "logicalType": "date"}
+    if pa.types.is_timestamp(t):
+        return {"type": "long", "logicalType": "timestamp-micros" if t.tz else "local-timestamp-micros"}
+    if pa.types.is_decimal(t):
+        return {
+            "type": "fixed",
+            "name": "fixed",
+            "namespace": f"{ns}.{field_name}",
+            "size": _decimal_fixed_size(t.precision),
+            "logicalType": "decimal",
+            "precision": t.precision,
+            "scale": t.scale,
+        }
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        item = t.value_field
+        it = _avro_type(item.type, "element", f"{ns}.{field_name}")
+        return {"type": "array", "items": [it, "null"] if item.nullable else it}
+    if pa.types.is_map(t):
+        item = t.item_field
+        it = _avro_type(item.type, "value", f"{ns}.{field_name}")
+        return {"type": "map", "values": [it, "null"] if item.nullable else it}
+    if pa.types.is_struct(t):
+        return _record([t.field(i) for i in range(t.num_fields)], field_name, ns)
+    raise InvalidInputError(f"column {field_name!r} has type {t}, which Hudi tables cannot store")
+
+
+def avro_schema_json(schema: pa.Schema, table_name: str) -> str:
+    name, ns = record_name(table_name)
+    return json.dumps(arrow_to_avro(without_meta(schema), name, ns), separators=(",", ":"))
+
+
+def check_compatible(table_schema: pa.Schema, incoming: pa.Schema, where: str) -> None:
+    """Incoming data must have the table's columns with the same types (meta columns aside)."""
+    have = {f.name: f for f in without_meta(incoming)}
+    want = without_meta(table_schema)
+    missing = [f.name for f in want if f.name not in have]
+    if missing:
+        raise InvalidInputError(f"{where}: input lacks table column(s) {', '.join(missing)}")
+    extra = [n for n in have if n not in set(want.names)]
+    if extra:
+        raise InvalidInputError(
+            f"{where}: input has column(s) {', '.join(extra)} that the table does not have "
+            "(schema evolution is not supported)"
+        )
+    for f in want:
+        got = have[f.name].type
+        if not _same_type(got, f.type):
+            raise InvalidInputError(f"{where}: column {f.name!r} is {got} in the input but {f.type} in the table")
+
+
+def _same_type(a: pa.DataType, b: pa.DataType) -> bool:
+    if a == b:
+        return True
+    norm = {pa.large_string(): pa.string(), pa.large_binary(): pa.binary()}
+    a2, b2 = norm.get(a, a), norm.get(b, b)
+    if pa.types.is_timestamp(a2) and pa.types.is_timestamp(b2):
+        return bool(a2.tz) == bool(b2.tz)
+    return bool(a2 == b2)
+
+
+def avro_to_arrow(avro: dict[str, Any] | str) -> pa.Schema:
+    """The Arrow schema of an Avro record schema (JSON text or dict), as Hudi's Spark writer maps types."""
+    node = json.loads(avro) if isinstance(avro, str) else avro
+    if node.get("type") != "record":
+        raise InvalidInputError("table schema must be an Avro record")
+    return pa.schema([_arrow_field(f["name"], f["type"]) for f in node["fields"]])
+
+
+def _arrow_field(name: str, t: Any) -> pa.Field:
+    nullable = False
+    if isinstance(t, list):
+        branches = [b for b in t if b != "null"]
+        nullable = len(branches) != len(t)
+        if len(branches) != 1:
+            raise InvalidInputError(f"column {name!r}: Avro union {t} is not supported")
+        t = branches[0]
+    return pa.field(name, _arrow_type(name, t), nullable=nullable)
+
+
+_PRIMITIVES = {
+    "string": pa.string(),
+    "boolean": pa.bool_(),
+    "int": pa.int32(),
+    "long": pa.int64(),
+    "float": pa.float32(),
+    "double": pa.float64(),
+    "bytes": pa.binary(),
+}
+
+
+def _arrow_type(name: str, t: Any) -> pa.DataType:
+    if isinstance(t, str):
+        if t in _PRIMITIVES:
+            return _PRIMITIVES[t]
+        raise InvalidInputError(f"column {name!r}: Avro type {t!r} is not supported")
+    logical = t.get("logicalType")
+    base = t.get("type")
+    if logical == "decimal":
+        return pa.decimal128(int(t["precision"]), int(t.get("scale", 0)))
+    if logical == "date":
+        return pa.date32()
+    if logical in ("timestamp-micros", "timestamp-millis"):
+        return pa.timestamp("us", tz="UTC")
+    if logical in ("local-timestamp-micros", "local-timestamp-millis"):
+        return pa.timestamp("us")
+    if base == "record":
+        return pa.struct([_arrow_field(f["name"], f["type"]) for f in t["fields"]])
+    if base == "array":
+        item = _arrow_field("element", t["items"])
+        return pa.list_(item)
+    if base == "map":
+        val = _arrow_field("value", t["values"])
+        return pa.map_(pa.string(), val.type)
+    if base == "enum":
+        return pa.string()
+    if isinstance(base, str):
+        return _arrow_type(name, base)
+    raise InvalidInputError(f"column {name!r}: Avro type {t} is not supported")

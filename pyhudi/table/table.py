@@ -1,0 +1,269 @@
+"""``Table``: the Python API of a pyhudi (Apache Hudi) table."""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pyhudi import config as C
+from pyhudi.errors import ConfigError, InvalidInputError, PyHudiError
+from pyhudi.io.storage import Storage
+from pyhudi.spark.errors import task_errors
+from pyhudi.table import base_file, markers
+from pyhudi.table.clean import clean as run_clean
+from pyhudi.table.fsview import FileSystemView
+from pyhudi.table.properties import (
+    METAFOLDER,
+    TableConfig,
+    create_table_config,
+    read_table_config,
+)
+from pyhudi.table.rollback import rollback_failed_writes
+from pyhudi.table.schema import COMMIT_TIME_COL, avro_schema_json, avro_to_arrow, check_compatible, with_meta
+from pyhudi.table.timeline import COMMIT, ActiveTimeline, InstantTimeGenerator
+from pyhudi.write.context import WriteJob
+from pyhudi.write.producer import PRODUCERS, WriteResult
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+
+def _read_files_task(storage: Storage, base_path: str, schema: pa.Schema, start: str | None, end: str | None):  # type: ignore[no-untyped-def]
+    """mapInArrow function: rows of base files (paths relative to the table), optionally only records whose
+    commit time lies in (start, end]."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for b in batches:
+            for rel in b.column(0).to_pylist():
+                t = base_file.read_base_file(storage, posixpath.join(base_path, rel))
+                t = t.select(schema.names).cast(schema)
+                if start is not None or end is not None:
+                    ct = t.column(COMMIT_TIME_COL)
+                    keep = pa.array([True] * t.num_rows)
+                    if start is not None:
+                        keep = pc.and_(keep, pc.greater(ct, start))
+                    if end is not None:
+                        keep = pc.and_(keep, pc.less_equal(ct, end))
+                    t = t.filter(keep)
+                yield from t.to_batches()
+
+    return run
+
+
+class Table:
+    """An Apache Hudi table at ``base_path`` (table version 9)."""
+
+    def __init__(self, storage: Storage, base_path: str, config: TableConfig) -> None:
+        self.storage = storage
+        self.base_path = base_path.rstrip("/")
+        self.config = config
+
+    # -- opening and creating -----------------------------------------------------------------------
+    @staticmethod
+    def exists(uri: str) -> bool:
+        storage, path = Storage.from_uri(uri)
+        meta = posixpath.join(path, METAFOLDER)
+        return storage.exists(posixpath.join(meta, "hoodie.properties")) or storage.exists(
+            posixpath.join(meta, "hoodie.properties.backup")
+        )
+
+    @classmethod
+    def open(cls, uri: str) -> Table:
+        storage, path = Storage.from_uri(uri)
+        if not cls.exists(uri):
+            raise PyHudiError(f"no Hudi table at {uri} (missing {METAFOLDER}/hoodie.properties)")
+        return cls(storage, path, read_table_config(storage, posixpath.join(path, METAFOLDER)))
+
+    @classmethod
+    def create(cls, uri: str, schema: pa.Schema, options: Mapping[str, str]) -> Table:
+        """Create an empty COPY_ON_WRITE table with the given data schema and write options."""
+        wc = C.WriteConfig.from_options(options)
+        name = options.get(C.TABLE_NAME) or posixpath.basename(uri.rstrip("/")) or "table"
+        ttype = str(options.get(C.TABLE_TYPE, "COPY_ON_WRITE")).upper()
+        if ttype != "COPY_ON_WRITE":
+            raise ConfigError(f"option {C.TABLE_TYPE}: only COPY_ON_WRITE tables can be written, not {ttype!r}")
+        storage, path = Storage.from_uri(uri)
+        cfg = TableConfig.create(
+            name,
+            table_type="COPY_ON_WRITE",
+            record_key_fields=list(wc.record_key_fields),
+            partition_fields=list(wc.partition_fields),
+            ordering_fields=list(wc.ordering_fields),
+            key_generator_type=wc.keygen_type,
+            extra={
+                "hoodie.table.create.schema": avro_schema_json(schema, name),
+                "hoodie.datasource.write.hive_style_partitioning": str(wc.hive_style).lower(),
+                "hoodie.datasource.write.partitionpath.urlencode": str(wc.url_encode).lower(),
+                "hoodie.record.merge.mode": wc.merge_mode,
+                "hoodie.table.base.file.format": "PARQUET",
+            },
+        )
+        create_table_config(storage, posixpath.join(path, METAFOLDER), cfg)
+        storage.makedirs(ActiveTimeline.timeline_dir_for(path, cfg))
+        return cls(storage, path, cfg)
+
+    # -- metadata -----------------------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self.config.table_name
+
+    def timeline(self) -> ActiveTimeline:
+        return ActiveTimeline.load(self.storage, self.base_path, self.config)
+
+    def schema(self) -> pa.Schema:
+        """The data schema (without meta columns): the latest commit's writer schema, else the create schema."""
+        tl = self.timeline()
+        for inst in reversed(list(tl.completed_commits())):
+            md = tl.read_commit_metadata(inst)
+            s = (md.get("extraMetadata") or {}).get("schema")
+            if s:
+                return avro_to_arrow(s)
+        if self.config.create_schema:
+            return avro_to_arrow(self.config.create_schema)
+        raise PyHudiError(f"{self.base_path}: table has no schema yet")
+
+    def view(self, timeline: ActiveTimeline | None = None) -> FileSystemView:
+        return FileSystemView.from_listing(self.storage, self.base_path, timeline or self.timeline())
+
+    def _write_options(self, options: Mapping[str, str] | None) -> dict[str, str]:
+        """Table properties first (they win for table-defining keys), then the caller's options."""
+        o = {k: str(v) for k, v in (options or {}).items()}
+        cfg = self.config
+        fixed = {
+            C.RECORDKEY_FIELD: ",".join(cfg.record_key_fields),
+            C.PARTITIONPATH_FIELD: ",".join(cfg.partition_fields),
+            C.HIVE_STYLE_PARTITIONING: str(cfg.hive_style_partitioning).lower(),
+            C.URL_ENCODE_PARTITIONING: str(cfg.url_encode_partitioning).lower(),
+        }
+        if cfg.ordering_fields:
+            fixed[C.ORDERING_FIELDS] = ",".join(cfg.ordering_fields)
+        if cfg.key_generator_type:
+            fixed[C.KEYGENERATOR_TYPE] = cfg.key_generator_type
+        if cfg.record_merge_mode:
+            fixed[C.RECORD_MERGE_MODE] = cfg.record_merge_mode
+        for k, v in fixed.items():
+            given = o.get(k)
+            if given is not None and given.strip() and k in (C.RECORDKEY_FIELD, C.PARTITIONPATH_FIELD) and (
+                [x.strip() for x in given.split(",")] != [x.strip() for x in v.split(",") if x.strip()]
+            ):
+                raise ConfigError(f"option {k}={given!r} does not match the table's {v!r}")
+            o[k] = v
+        return o
+
+    # -- writing ------------------------------------------------------------------------------------
+    def write(
+        self,
+        df: DataFrame,
+        operation: str = "upsert",
+        options: Mapping[str, str] | None = None,
+    ) -> WriteResult:
+        """Write a Spark DataFrame with ``operation`` (insert, upsert, delete, bulk_insert)."""
+        import time
+
+        t0 = time.perf_counter()
+        opts = self._write_options(options)
+        opts[C.OPERATION] = operation
+        wc = C.WriteConfig.from_options(opts)
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        incoming = to_arrow_schema(df.schema)
+        timeline = self.timeline()
+        has_commits = bool(timeline.completed_commits())
+        if wc.operation == "delete":
+            data_schema = self.schema() if has_commits else incoming
+        else:
+            data_schema = self.schema() if has_commits else avro_to_arrow(self.config.create_schema) \
+                if self.config.create_schema else incoming
+            check_compatible(data_schema, incoming, f"write to {self.base_path}")
+        gen = InstantTimeGenerator(lock_key=self.base_path)
+        rollback_failed_writes(self.storage, self.base_path, timeline, gen)
+        timeline = timeline.reload()
+        instant = gen.next(floor=timeline.latest_time())
+        spark = df.sparkSession
+        job = WriteJob(
+            spark=spark,
+            storage=self.storage,
+            base_path=self.base_path,
+            table_name=self.name,
+            config=wc,
+            instant=instant,
+            timeline=timeline,
+            view=FileSystemView.from_listing(self.storage, self.base_path, timeline),
+            data_schema=data_schema,
+        )
+        requested = timeline.create_requested(COMMIT, instant)
+        inflight = timeline.transition_to_inflight(requested, {"partitionToWriteStats": {}, "compacted": False,
+                                                               "extraMetadata": {}, "version": None,
+                                                               "operationType": PRODUCERS[wc.operation].operation_type})
+        producer = PRODUCERS[wc.operation](job)
+        try:
+            result = producer.run(df)
+            with job.timed("commit"):
+                metadata = producer.commit_metadata(result.stats)
+                timeline.complete(inflight, metadata, gen.next(floor=instant))
+                markers.delete_markers(self.storage, self.base_path, instant)
+        finally:
+            producer.unpersist()
+        if wc.auto_clean:
+            with job.timed("clean"):
+                tl = self.timeline()
+                run_clean(self.storage, self.base_path, tl, wc.cleaner_commits_retained, gen.next(floor=tl.latest_time()))
+        job.timings["total"] = time.perf_counter() - t0
+        result.timings = job.timings
+        return result
+
+    # -- reading ------------------------------------------------------------------------------------
+    def read(self, spark: SparkSession | None = None, as_of: str | None = None) -> DataFrame:
+        """Snapshot of the table (or as of a completed instant) as a Spark DataFrame."""
+        from pyhudi.spark.session import get_spark
+
+        spark = spark or get_spark()
+        tl = self.timeline()
+        if as_of is not None and not tl.completed().contains(as_of):
+            raise InvalidInputError(f"{self.base_path}: no completed instant {as_of} to read as of")
+        view = FileSystemView.from_listing(self.storage, self.base_path, tl)
+        files = [fs.base_file_path for fs in view.latest_file_slices(None, as_of=as_of) if fs.base_file is not None]
+        return self._read_files(spark, files, None, None)
+
+    def read_incremental(self, start: str, end: str | None = None, spark: SparkSession | None = None) -> DataFrame:
+        """Records written by commits after ``start`` up to ``end`` (inclusive), latest version of each."""
+        from pyhudi.spark.session import get_spark
+
+        spark = spark or get_spark()
+        tl = self.timeline()
+        view = FileSystemView.from_listing(self.storage, self.base_path, tl)
+        files = [fs.base_file_path for fs in view.latest_file_slices(None, as_of=end) if fs.base_file is not None]
+        return self._read_files(spark, files, start, end)
+
+    def _read_files(self, spark: SparkSession, files: list[str], start: str | None, end: str | None) -> DataFrame:
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        schema = with_meta(self.schema())
+        src = spark.createDataFrame([(f,) for f in files], "path string")
+        n = max(1, min(len(files), spark.sparkContext.defaultParallelism * 2))
+        with task_errors():
+            return src.repartition(n).mapInArrow(
+                _read_files_task(self.storage, self.base_path, schema, start, end), from_arrow_schema(schema)
+            )
+
+    def to_arrow(self, as_of: str | None = None) -> pa.Table:
+        """Snapshot read without Spark (driver-local; for small tables and tools)."""
+        tl = self.timeline()
+        view = FileSystemView.from_listing(self.storage, self.base_path, tl)
+        schema = with_meta(self.schema()) if tl.completed_commits() else None
+        tables = [
+            base_file.read_base_file(self.storage, posixpath.join(self.base_path, fs.base_file_path))
+            for fs in view.latest_file_slices(None, as_of=as_of)
+            if fs.base_file is not None
+        ]
+        if schema is None:
+            return pa.table({})
+        return pa.concat_tables([t.select(schema.names).cast(schema) for t in tables]) if tables else schema.empty_table()
+
+    def describe(self) -> dict[str, Any]:
+        return {"path": self.base_path, "name": self.name, "type": self.config.table_type,
+                "version": self.config.table_version}

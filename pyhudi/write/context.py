@@ -1,0 +1,66 @@
+"""Driver-side state of one write: the table, the options, the instant, the file-system view, the timers."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from pyhudi.config import WriteConfig
+from pyhudi.io.storage import Storage
+from pyhudi.table.schema import PARTITION_PATH_COL
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import DataFrame, SparkSession
+
+    from pyhudi.table.fsview import FileSystemView
+    from pyhudi.table.timeline import ActiveTimeline
+
+
+@dataclass
+class WriteJob:
+    spark: SparkSession
+    storage: Storage
+    base_path: str
+    table_name: str
+    config: WriteConfig
+    instant: str
+    timeline: ActiveTimeline
+    view: FileSystemView
+    data_schema: pa.Schema
+    timings: dict[str, float] = field(default_factory=dict)
+    prepared: DataFrame | None = None
+    _partitions: list[str] | None = None
+
+    @property
+    def parallelism(self) -> int:
+        if self.config.parallelism:
+            return self.config.parallelism
+        return max(2, self.spark.sparkContext.defaultParallelism)
+
+    @contextmanager
+    def timed(self, stage: str) -> Iterator[None]:
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.timings[stage] = self.timings.get(stage, 0.0) + time.perf_counter() - t0
+
+    def incoming_partitions(self) -> list[str]:
+        """Distinct partition paths of the prepared records (computed once)."""
+        if self._partitions is None:
+            assert self.prepared is not None
+            rows = self.prepared.select(PARTITION_PATH_COL).distinct().collect()
+            self._partitions = sorted(r[0] for r in rows)
+        return self._partitions
+
+    def latest_base_files(self, partitions: list[str] | None) -> list[tuple[str, str, str]]:
+        """(partition, file id, relative path) of the latest base file of every file group."""
+        out = []
+        for fs in self.view.latest_file_slices(partitions):
+            if fs.base_file is not None:
+                out.append((fs.partition, fs.file_id, fs.base_file_path))
+        return out

@@ -1,0 +1,242 @@
+"""Task side of a write: turn the incoming records of one bucket (file group) into one new base file.
+
+Runs inside a Spark Python worker on one Arrow table (all records routed to the bucket). Everything it touches
+goes through :class:`~pyhudi.io.storage.Storage`; nothing refers to driver-local state.
+
+- insert bucket: a new file group receives the records.
+- update bucket: copy-on-write merge of the file group's current base file with the incoming records: updates
+  replace records in place (unless event-time ordering says the stored record is newer), deletes drop them,
+  new keys routed here (small-file filling) are appended. Untouched records keep their commit time and
+  sequence number.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pyhudi.io.storage import Storage
+from pyhudi.table import base_file, filenames, markers
+from pyhudi.table.schema import (
+    COMMIT_SEQNO_COL,
+    COMMIT_TIME_COL,
+    FILE_NAME_COL,
+    META_COLUMNS,
+    PARTITION_PATH_COL,
+    RECORD_KEY_COL,
+    with_meta,
+)
+from pyhudi.write.status import NULL_COMMIT, WRITE_STATUS_SCHEMA, status_row
+
+OP_COL = "_hoodie_op"  # per incoming record: "U" upsert/insert, "D" delete
+BUCKET_COL = "_hoodie_bucket"
+OP_UPSERT = "U"
+OP_DELETE = "D"
+INSERT = "insert"
+UPDATE = "update"
+
+
+@dataclass(frozen=True)
+class Bucket:
+    """One unit of write work: a new file group (insert) or a rewrite of an existing one (update)."""
+
+    id: int
+    kind: str
+    partition: str
+    file_id: str
+    base_file: str | None = None  # current base file name (update buckets)
+    prev_commit: str = NULL_COMMIT
+
+
+@dataclass(frozen=True)
+class WriteContext:
+    """Everything a write task needs; pickled into the Spark closure."""
+
+    storage: Storage
+    base_path: str
+    instant: str
+    data_schema: pa.Schema  # the table's columns without meta columns, in table order
+    ordering_fields: tuple[str, ...]
+    event_time_ordering: bool
+    compression: str
+    buckets: dict[int, Bucket]
+    sort_by_key: bool = False
+    fault: str | None = None  # test hook: raise in the task at this point ("after_write")
+
+
+def _task_ids() -> tuple[int, str]:
+    """(task partition id, write token ``<partitionId>-<stageId>-<attemptId>``) of the running Spark task."""
+    try:
+        from pyspark import TaskContext
+
+        tc = TaskContext.get()
+    except ImportError:  # pragma: no cover - pyspark is a dependency
+        tc = None
+    if tc is None:
+        return 0, "0-0-0"
+    return tc.partitionId(), f"{tc.partitionId()}-{tc.stageId()}-{tc.taskAttemptId()}"
+
+
+def write_bucket(ctx: WriteContext, incoming: pa.Table) -> pa.Table:
+    """Write one bucket; returns its WriteStatus (one row)."""
+    t0 = time.monotonic()
+    bucket = ctx.buckets[int(incoming.column(BUCKET_COL)[0].as_py())]
+    part_id, token = _task_ids()
+    file_name = filenames.make_base_file_name(bucket.file_id, token, ctx.instant)
+    rel_path = posixpath.join(bucket.partition, file_name) if bucket.partition else file_name
+    full_path = posixpath.join(ctx.base_path, rel_path)
+    filenames.ensure_partition_metadata(ctx.storage, ctx.base_path, bucket.partition, ctx.instant)
+    markers.create_marker(
+        ctx.storage, ctx.base_path, ctx.instant, bucket.partition, file_name,
+        "MERGE" if bucket.kind == UPDATE else "CREATE",
+    )
+    new = _align(incoming, ctx.data_schema)
+    ops = incoming.column(OP_COL).combine_chunks()
+    keys = incoming.column(RECORD_KEY_COL).combine_chunks()
+    if bucket.kind == UPDATE:
+        assert bucket.base_file is not None
+        old_path = posixpath.join(ctx.base_path, bucket.partition, bucket.base_file) if bucket.partition else (
+            posixpath.join(ctx.base_path, bucket.base_file)
+        )
+        old = _align(base_file.read_base_file(ctx.storage, old_path), with_meta(ctx.data_schema))
+        out, inserted, updated, deleted = _merge(ctx, old, new, keys, ops)
+    else:
+        is_ins = pc.equal(ops, OP_UPSERT)
+        new, keys = new.filter(is_ins), keys.filter(is_ins)
+        if ctx.sort_by_key:
+            order = pc.sort_indices(keys)
+            new, keys = new.take(order), keys.take(order)
+        out = new
+        inserted, updated, deleted = keys, pa.array([], pa.string()), pa.array([], pa.string())
+    out = _with_meta(ctx, out, keys_for_new=None, part_id=part_id, file_name=file_name, bucket=bucket)
+    size = base_file.write_base_file(ctx.storage, full_path, out, compression=ctx.compression)
+    if ctx.fault == "after_write":
+        raise RuntimeError("injected fault after writing a data file")
+    rk = out.column(RECORD_KEY_COL)
+    return status_row(
+        partition=bucket.partition,
+        file_id=bucket.file_id,
+        path=rel_path,
+        prev_commit=bucket.prev_commit,
+        prev_base_file=bucket.base_file,
+        num_writes=out.num_rows,
+        num_inserts=len(inserted),
+        num_updates=len(updated),
+        num_deletes=len(deleted),
+        file_size=size,
+        min_key=pc.min(rk).as_py() if out.num_rows else None,
+        max_key=pc.max(rk).as_py() if out.num_rows else None,
+        runtime_ms=int((time.monotonic() - t0) * 1000),
+        inserted_keys=inserted.to_pylist(),
+        updated_keys=updated.to_pylist(),
+        deleted_keys=deleted.to_pylist(),
+    )
+
+
+def _align(t: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``t`` with exactly ``schema``'s columns, in order, cast to its types (meta columns may be absent)."""
+    cols = []
+    for f in schema:
+        if f.name in t.column_names:
+            c = t.column(f.name)
+            cols.append(c if c.type == f.type else c.cast(f.type))
+        else:
+            cols.append(pa.nulls(t.num_rows, f.type))
+    return pa.Table.from_arrays(cols, schema=schema)
+
+
+def _old_wins(old: pa.Table, new: pa.Table, fields: tuple[str, ...]) -> np.ndarray:
+    """Row-wise: does the stored record have a greater ordering value than the incoming one (lexicographic)?"""
+    wins = np.zeros(old.num_rows, bool)
+    undecided = np.ones(old.num_rows, bool)
+    for f in fields:
+        a, b = old.column(f), new.column(f)
+        gt = pc.fill_null(pc.greater(a, b), False).to_numpy(zero_copy_only=False)
+        gt |= (pc.is_valid(a).to_numpy(zero_copy_only=False) & pc.is_null(b).to_numpy(zero_copy_only=False))
+        eq = pc.fill_null(pc.equal(a, b), False).to_numpy(zero_copy_only=False)
+        eq |= pc.and_(pc.is_null(a), pc.is_null(b)).to_numpy(zero_copy_only=False)
+        wins |= undecided & gt
+        undecided &= eq
+    return wins
+
+
+def _merge(
+    ctx: WriteContext, old: pa.Table, new: pa.Table, keys: pa.Array, ops: pa.Array
+) -> tuple[pa.Table, pa.Array, pa.Array, pa.Array]:
+    old_keys = old.column(RECORD_KEY_COL).combine_chunks()
+    pos = pc.index_in(old_keys, value_set=keys)  # for each stored row: index of its incoming record, or null
+    matched = pc.is_valid(pos).to_numpy(zero_copy_only=False)
+    j = pos.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+    is_del = pc.equal(ops, OP_DELETE).to_numpy(zero_copy_only=False)
+    n_old = old.num_rows
+    take_new = matched & ~is_del[j]
+    if ctx.event_time_ordering and ctx.ordering_fields and n_old:
+        idx = np.flatnonzero(take_new)
+        if len(idx):
+            keep_old = _old_wins(old.take(pa.array(idx)), new.take(pa.array(j[idx])), ctx.ordering_fields)
+            take_new[idx[keep_old]] = False
+    dropped = matched & is_del[j]
+    seen = np.zeros(len(keys), bool)
+    seen[j[matched]] = True
+    ins = np.flatnonzero(~seen & ~is_del)
+    # stored rows in place (replaced by incoming when it wins), then new keys appended
+    src_old = np.flatnonzero(~dropped)
+    new_full = _align(new, old.schema)
+    new_full = _mark_new(new_full, np.ones(new.num_rows, bool))
+    old_m = _mark_new(old, np.zeros(n_old, bool))
+    combined = pa.concat_tables([old_m, new_full])
+    order = np.where(take_new[src_old], n_old + j[src_old], src_old)
+    order = np.concatenate([order, n_old + ins]).astype(np.int64)
+    out = combined.take(pa.array(order))
+    updated = old_keys.filter(pa.array(take_new))
+    deleted = old_keys.filter(pa.array(dropped))
+    inserted = keys.take(pa.array(ins))
+    return out, inserted, updated, deleted
+
+
+_NEW_FLAG = "__pyhudi_new"
+
+
+def _mark_new(t: pa.Table, flags: np.ndarray) -> pa.Table:
+    return t.append_column(_NEW_FLAG, pa.array(flags, pa.bool_()))
+
+
+def _with_meta(
+    ctx: WriteContext, t: pa.Table, keys_for_new: None, part_id: int, file_name: str, bucket: Bucket
+) -> pa.Table:
+    """Fill the meta columns: new records get this commit's time and sequence numbers; all get the file name."""
+    n = t.num_rows
+    if _NEW_FLAG in t.column_names:
+        is_new = t.column(_NEW_FLAG).to_numpy(zero_copy_only=False)
+        t = t.drop_columns([_NEW_FLAG])
+    else:
+        is_new = np.ones(n, bool)
+    rank = np.cumsum(is_new) - 1
+    prefix = f"{ctx.instant}_{part_id}_"
+    seq_new = pc.binary_join_element_wise(prefix, pa.array(rank, pa.int64()).cast(pa.string()), "")
+    commit_time = t.column(COMMIT_TIME_COL) if COMMIT_TIME_COL in t.column_names else pa.nulls(n, pa.string())
+    seqno = t.column(COMMIT_SEQNO_COL) if COMMIT_SEQNO_COL in t.column_names else pa.nulls(n, pa.string())
+    mask = pa.array(is_new)
+    commit_time = pc.if_else(mask, pa.scalar(ctx.instant), commit_time)
+    seqno = pc.if_else(mask, seq_new, seqno)
+    rk = t.column(RECORD_KEY_COL)
+    pp = pc.if_else(mask, pa.scalar(bucket.partition), t.column(PARTITION_PATH_COL)) if n else t.column(PARTITION_PATH_COL)
+    data = _align(t, ctx.data_schema)
+    meta = {
+        COMMIT_TIME_COL: commit_time,
+        COMMIT_SEQNO_COL: seqno,
+        RECORD_KEY_COL: rk,
+        PARTITION_PATH_COL: pp,
+        FILE_NAME_COL: pa.array([file_name] * n, pa.string()),
+    }
+    arrays = [meta[c] for c in META_COLUMNS] + list(data.columns)
+    return pa.Table.from_arrays(arrays, schema=with_meta(ctx.data_schema))
+
+
+def empty_status() -> pa.Table:
+    return WRITE_STATUS_SCHEMA.empty_table()

@@ -1,0 +1,408 @@
+"""One producer class per write operation, on a shared base: prepare -> tag -> plan -> write -> commit.
+
+The driver plans; Spark tasks do all file I/O on Arrow batches (key generation in ``mapInArrow``, one
+``applyInArrow`` group per file group written). The commit becomes visible only when the completed instant is
+written, so a failure anywhere before leaves the table as it was (the next write rolls the attempt back).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pyhudi.errors import InvalidInputError
+from pyhudi.index.base import LOC_FILE_ID_COL, LOC_PARTITION_COL, index_for
+from pyhudi.spark.errors import task_errors
+from pyhudi.table.keygen import KeyGenerator
+from pyhudi.table.schema import IS_DELETED_COL, META_COLUMNS, PARTITION_PATH_COL, RECORD_KEY_COL, avro_schema_json
+from pyhudi.write.context import WriteJob
+from pyhudi.write.executor import (
+    BUCKET_COL,
+    INSERT,
+    OP_COL,
+    OP_DELETE,
+    OP_UPSERT,
+    UPDATE,
+    Bucket,
+    WriteContext,
+    write_bucket,
+)
+from pyhudi.write.status import NULL_COMMIT, STAT_COLUMNS, WRITE_STATUS_SCHEMA, WriteStat
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+FAULT_OPTION = "pyhudi.test.fault"  # test-only fault injection: after_write | before_commit | hang_before_commit
+FAULT_ENV = "PYHUDI_TEST_FAULT"
+_HASH_RANGE = 1 << 30
+
+
+@dataclass
+class WriteResult:
+    instant: str
+    operation: str
+    inserted: int = 0
+    updated: int = 0
+    deleted: int = 0
+    files_written: int = 0
+    partitions: int = 0
+    stats: list[WriteStat] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "instant": self.instant,
+            "operation": self.operation,
+            "inserted": self.inserted,
+            "updated": self.updated,
+            "deleted": self.deleted,
+            "files_written": self.files_written,
+            "partitions": self.partitions,
+            "timings_s": {k: round(v, 3) for k, v in self.timings.items()},
+        }
+
+
+def prepare_task(keygen: KeyGenerator, delete_all: bool, data_cols: list[str]):  # type: ignore[no-untyped-def]
+    """mapInArrow function: compute record key, partition path and the per-record operation."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for b in batches:
+            keys = keygen.record_keys(b)
+            parts = keygen.partition_paths(b)
+            n = b.num_rows
+            if delete_all:
+                ops = pa.array([OP_DELETE] * n, pa.string())
+            elif IS_DELETED_COL in b.schema.names:
+                flag = pc.fill_null(b.column(IS_DELETED_COL), False)
+                ops = pc.if_else(flag, OP_DELETE, OP_UPSERT)
+            else:
+                ops = pa.array([OP_UPSERT] * n, pa.string())
+            cols = [b.column(c) for c in data_cols]
+            yield pa.RecordBatch.from_arrays(
+                [*cols, keys, parts, ops], names=[*data_cols, RECORD_KEY_COL, PARTITION_PATH_COL, OP_COL]
+            )
+
+    return run
+
+
+class WriteProducer:
+    """Base of the per-operation producers."""
+
+    operation_type = ""  # Hudi's WriteOperationType name recorded in the commit metadata
+    uses_index = True
+    combine_option = "combine_before_upsert"
+    delete_all = False
+    fills_small_files = True
+    sort_by_key = False
+
+    def __init__(self, job: WriteJob) -> None:
+        self.job = job
+        self.cfg = job.config
+
+    # -- driver-side pipeline -------------------------------------------------------------------------
+    def run(self, df: DataFrame) -> WriteResult:
+        job = self.job
+        with task_errors():
+            with job.timed("prepare"):
+                prepared = self.prepare(df)
+                job.prepared = prepared
+            with job.timed("tag"):
+                tagged = self.tag(prepared)
+                counts = self.count(tagged)
+            with job.timed("plan"):
+                buckets = self.plan(counts)
+            with job.timed("write"):
+                statuses = self.write(tagged, buckets)
+        self._fault("before_commit")
+        return self.commit_result(statuses)
+
+    def prepare(self, df: DataFrame) -> DataFrame:
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        cfg, job = self.cfg, self.job
+        data_cols = [c for c in df.columns if c not in META_COLUMNS]
+        names = set(data_cols)
+        for what, cols in (
+            ("record key", cfg.record_key_fields),
+            ("partition", cfg.partition_fields),
+            ("ordering", cfg.ordering_fields if not self.delete_all else ()),
+        ):
+            for c in cols:
+                if c not in names:
+                    raise InvalidInputError(f"input has no {what} column {c!r} (columns: {', '.join(data_cols)})")
+        keygen = KeyGenerator.from_write_config(cfg)
+        out_schema = pa.schema(
+            [*[job.data_schema.field(c) if c in job.data_schema.names else _arrow_field(df, c) for c in data_cols],
+             pa.field(RECORD_KEY_COL, pa.string()), pa.field(PARTITION_PATH_COL, pa.string()),
+             pa.field(OP_COL, pa.string())]
+        )
+        prepared = df.select(*data_cols).mapInArrow(
+            prepare_task(keygen, self.delete_all, data_cols), from_arrow_schema(out_schema)
+        )
+        if getattr(cfg, self.combine_option):
+            order = [F.col(f).desc_nulls_first() for f in cfg.ordering_fields] if not self.delete_all else []
+            w = Window.partitionBy(RECORD_KEY_COL).orderBy(*order, F.col("__seq").desc())
+            prepared = (
+                prepared.withColumn("__seq", F.monotonically_increasing_id())
+                .withColumn("__rn", F.row_number().over(w))
+                .filter(F.col("__rn") == 1)
+                .drop("__rn", "__seq")
+            )
+        return prepared
+
+    def tag(self, prepared: DataFrame) -> DataFrame:
+        from pyspark.sql import functions as F
+
+        if not self.uses_index or not self.job.view.has_files():
+            return prepared.withColumn(LOC_PARTITION_COL, F.lit(None).cast("string")).withColumn(
+                LOC_FILE_ID_COL, F.lit(None).cast("string")
+            )
+        index = index_for(self.cfg.index_type)
+        tagged = index.tag(self.job, prepared)
+        if index.is_global:
+            tagged = apply_partition_moves(tagged, self.cfg.update_partition_path)
+        # deletes of keys the table does not hold do nothing
+        return tagged.filter(~((F.col(OP_COL) == OP_DELETE) & F.col(LOC_FILE_ID_COL).isNull()))
+
+    def count(self, tagged: DataFrame) -> list[tuple[str, str | None, int]]:
+        rows = tagged.groupBy(PARTITION_PATH_COL, LOC_FILE_ID_COL).count().collect()
+        return [(r[0], r[1], int(r[2])) for r in rows]
+
+    def plan(self, counts: list[tuple[str, str | None, int]]) -> list[Bucket]:
+        """Buckets: one per existing file group touched, then inserts into small files, then new file groups."""
+        job, cfg = self.job, self.cfg
+        buckets: list[Bucket] = []
+        by_fg: dict[tuple[str, str], Bucket] = {}
+        slices = {(fs.partition, fs.file_id): fs for fs in job.view.latest_file_slices(None)} if (
+            job.view.has_files()) else {}
+
+        def update_bucket(part: str, fid: str) -> Bucket:
+            if (part, fid) not in by_fg:
+                fs = slices[(part, fid)]
+                b = Bucket(len(buckets), UPDATE, part, fid, fs.base_file_name, fs.base_instant)
+                buckets.append(b)
+                by_fg[(part, fid)] = b
+            return by_fg[(part, fid)]
+
+        inserts: dict[str, int] = defaultdict(int)
+        for part, fid, n in counts:
+            if fid is None:
+                inserts[part] += n
+            else:
+                update_bucket(part, fid)
+        avg = self.average_record_size()
+        per_file = max(1, cfg.max_file_size // avg) if cfg.insert_auto_split else cfg.insert_split_size
+        self.insert_ranges: list[tuple[str, float, float, int]] = []
+        for part, n in sorted(inserts.items()):
+            targets: list[tuple[Bucket, int]] = []
+            remaining = n
+            if self.fills_small_files:
+                for fs in sorted(job.view.small_base_files(part, cfg.small_file_limit), key=lambda f: f.base_file_size):
+                    cap = (cfg.max_file_size - fs.base_file_size) // avg
+                    if cap <= 0 or remaining <= 0:
+                        continue
+                    take = min(cap, remaining)
+                    targets.append((update_bucket(part, fs.file_id), take))
+                    remaining -= take
+            while remaining > 0:
+                take = min(per_file, remaining)
+                b = Bucket(len(buckets), INSERT, part, f"{uuid.uuid4()}-0")
+                buckets.append(b)
+                targets.append((b, take))
+                remaining -= take
+            lo = 0.0
+            for i, (b, take) in enumerate(targets):
+                hi = 1.0 if i == len(targets) - 1 else lo + take / n
+                self.insert_ranges.append((part, lo, hi, b.id))
+                lo = hi
+        return buckets
+
+    def average_record_size(self) -> int:
+        """Bytes per record from the latest commits that wrote data, else hoodie.copyonwrite.record.size.estimate."""
+        tl = self.job.timeline
+        for inst in reversed(list(tl.completed_commits())):
+            try:
+                md = tl.read_commit_metadata(inst)
+            except Exception:  # noqa: BLE001 - an unreadable old commit only loses the estimate
+                continue
+            nbytes = nrec = 0
+            for stats in (md.get("partitionToWriteStats") or {}).values():
+                for s in stats:
+                    nbytes += s.get("totalWriteBytes") or 0
+                    nrec += s.get("numWrites") or 0
+            if nbytes > 0 and nrec > 0:
+                return max(1, math.ceil(nbytes / nrec))
+        return self.cfg.record_size_estimate
+
+    def write(self, tagged: DataFrame, buckets: list[Bucket]) -> list[WriteStat]:
+        from pyspark.sql import functions as F
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        job = self.job
+        if not buckets:
+            return []
+        spark = job.spark
+        upd = [(b.partition, b.file_id, b.id) for b in buckets if b.kind == UPDATE]
+        parts: list[DataFrame] = []
+        base = tagged
+        if upd:
+            upd_df = spark.createDataFrame(upd, "__p string, __f string, __b int")
+            parts.append(
+                base.filter(F.col(LOC_FILE_ID_COL).isNotNull())
+                .join(F.broadcast(upd_df), (F.col(PARTITION_PATH_COL) == F.col("__p")) & (F.col(LOC_FILE_ID_COL) == F.col("__f")))
+                .drop("__p", "__f")
+            )
+        if self.insert_ranges:
+            rng = spark.createDataFrame(self.insert_ranges, "__p string, __lo double, __hi double, __b int")
+            h = F.pmod(F.xxhash64(F.col(RECORD_KEY_COL)), F.lit(_HASH_RANGE)) / F.lit(float(_HASH_RANGE))
+            ins = base.filter(F.col(LOC_FILE_ID_COL).isNull() & (F.col(OP_COL) == OP_UPSERT)).withColumn("__h", h)
+            parts.append(
+                ins.join(
+                    F.broadcast(rng),
+                    (F.col(PARTITION_PATH_COL) == F.col("__p")) & (F.col("__h") >= F.col("__lo")) & (F.col("__h") < F.col("__hi")),
+                ).drop("__p", "__lo", "__hi", "__h")
+            )
+        assigned = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
+        assigned = assigned.withColumnRenamed("__b", BUCKET_COL).drop(LOC_PARTITION_COL, LOC_FILE_ID_COL)
+        ctx = WriteContext(
+            storage=job.storage,
+            base_path=job.base_path,
+            instant=job.instant,
+            data_schema=job.data_schema,
+            ordering_fields=self.cfg.ordering_fields,
+            event_time_ordering=self.cfg.merge_mode == "EVENT_TIME_ORDERING",
+            compression=self.cfg.parquet_compression,
+            buckets={b.id: b for b in buckets},
+            sort_by_key=self.sort_by_key,
+            fault=self._fault_value(),
+        )
+
+        def run(t: pa.Table) -> pa.Table:
+            return write_bucket(ctx, t)
+
+        n = max(1, min(len(buckets), job.parallelism))
+        out = assigned.repartition(n, BUCKET_COL).groupBy(BUCKET_COL).applyInArrow(
+            run, from_arrow_schema(WRITE_STATUS_SCHEMA)
+        )
+        self.status_df = out.persist()
+        rows = self.status_df.select(*STAT_COLUMNS).collect()
+        return [WriteStat.from_row(r) for r in rows]
+
+    # -- commit -------------------------------------------------------------------------------------
+    def commit_metadata(self, stats: list[WriteStat]) -> dict[str, Any]:
+        by_part: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for s in sorted(stats, key=lambda s: (s.partition, s.file_id)):
+            by_part[s.partition].append(s.to_hudi())
+        return {
+            "partitionToWriteStats": dict(by_part),
+            "compacted": False,
+            "extraMetadata": {"schema": avro_schema_json(self.job.data_schema, self.job.table_name)},
+            "version": None,
+            "operationType": self.operation_type,
+        }
+
+    def commit_result(self, stats: list[WriteStat]) -> WriteResult:
+        job = self.job
+        return WriteResult(
+            instant=job.instant,
+            operation=self.cfg.operation,
+            inserted=sum(s.num_inserts for s in stats),
+            updated=sum(s.num_updates for s in stats),
+            deleted=sum(s.num_deletes for s in stats),
+            files_written=len(stats),
+            partitions=len({s.partition for s in stats}),
+            stats=stats,
+            timings=job.timings,
+        )
+
+    # -- faults (tests) ----------------------------------------------------------------------------
+    def _fault_value(self) -> str | None:
+        return self.cfg.options.get(FAULT_OPTION) or os.environ.get(FAULT_ENV) or None
+
+    def _fault(self, point: str) -> None:
+        v = self._fault_value()
+        if v == point:
+            raise RuntimeError(f"injected fault: {point}")
+        if v == f"hang_{point}":
+            time.sleep(3600)
+
+    def unpersist(self) -> None:
+        df = getattr(self, "status_df", None)
+        if df is not None:
+            df.unpersist()
+
+
+def _arrow_field(df: DataFrame, col: str) -> pa.Field:
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(df.select(col).schema).field(0)
+
+
+def apply_partition_moves(tagged: DataFrame, update_partition_path: bool) -> DataFrame:
+    """Global index semantics for a key found in another partition than the one it arrives with.
+
+    update_partition_path=false: the record is updated where it is (its partition path becomes the old one).
+    true: the record is deleted from the old partition and inserted into the new one.
+    Deletes always apply where the key is.
+    """
+    from pyspark.sql import functions as F
+
+    found = F.col(LOC_FILE_ID_COL).isNotNull()
+    moved = found & (F.col(PARTITION_PATH_COL) != F.col(LOC_PARTITION_COL))
+    is_del = F.col(OP_COL) == OP_DELETE
+    stay = tagged.withColumn(
+        PARTITION_PATH_COL,
+        F.when(found & (is_del | F.lit(not update_partition_path)), F.col(LOC_PARTITION_COL)).otherwise(
+            F.col(PARTITION_PATH_COL)
+        ),
+    )
+    if not update_partition_path:
+        return stay
+    movers = tagged.filter(moved & ~is_del)
+    delete_old = movers.withColumn(OP_COL, F.lit(OP_DELETE)).withColumn(PARTITION_PATH_COL, F.col(LOC_PARTITION_COL))
+    insert_new = movers.withColumn(LOC_PARTITION_COL, F.lit(None).cast("string")).withColumn(
+        LOC_FILE_ID_COL, F.lit(None).cast("string")
+    )
+    return stay.filter(~(moved & ~is_del)).unionByName(delete_old).unionByName(insert_new)
+
+
+class UpsertProducer(WriteProducer):
+    operation_type = "UPSERT"
+
+
+class InsertProducer(WriteProducer):
+    operation_type = "INSERT"
+    uses_index = False
+    combine_option = "combine_before_insert"
+
+
+class BulkInsertProducer(WriteProducer):
+    operation_type = "BULK_INSERT"
+    uses_index = False
+    combine_option = "combine_before_insert"
+    fills_small_files = False
+    sort_by_key = True
+
+
+class DeleteProducer(WriteProducer):
+    operation_type = "DELETE"
+    delete_all = True
+
+
+PRODUCERS: dict[str, type[WriteProducer]] = {
+    "upsert": UpsertProducer,
+    "insert": InsertProducer,
+    "bulk_insert": BulkInsertProducer,
+    "delete": DeleteProducer,
+}
