@@ -22,6 +22,7 @@ from pyhudi.errors import CorruptFileError, UnsupportedFormatError
 from pyhudi.hfile import _kernels as K
 from pyhudi.hfile.block import BlockHeader, decode_block, read_nonroot_index, read_root_index
 from pyhudi.hfile.format import (
+    BLOCK_HEADER_SIZE,
     FI_KEY_VALUE_VERSION,
     FI_LAST_KEY,
     FI_MAX_TAGS_LEN,
@@ -105,16 +106,37 @@ class HFileReader:
         for level in range(1, self.index_levels):
             entries = self._read_child_index(entries, last=level == self.index_levels - 1)
             self.index_level_sizes.append(len(entries))
-        self.block_index = [IndexEntry(o, s, row_of_key(k)) for o, s, k in entries]
+        try:
+            self.block_index = [IndexEntry(o, s, row_of_key(k)) for o, s, k in entries]
+        except ValueError as e:
+            raise CorruptFileError(path, f"malformed key in the data block index: {e}", los) from None
         self._block_offsets = np.array([e.offset for e in self.block_index], np.int64)
         self._block_sizes = np.array([e.size for e in self.block_index], np.int64)
+        # data blocks all lie before the load-on-open section
+        bad = (
+            (self._block_offsets < 0)
+            | (self._block_sizes < BLOCK_HEADER_SIZE)
+            | (self._block_offsets > los - self._block_sizes)
+        )
+        if bad.any():
+            e = self.block_index[int(np.argmax(bad))]
+            raise CorruptFileError(
+                path,
+                f"data block index entry (offset {e.offset}, size {e.size}) lies outside the data section",
+                los,
+            )
         self._first_rows = [e.key for e in self.block_index]
         packed = to_binary_array(self._first_rows) if self._first_rows else pa.array([], pa.binary())
         self._first_rows_buf = binary_buffers(packed)
         self._mvcc = _int(self.file_info.get(FI_KEY_VALUE_VERSION)) == KEY_VALUE_VERSION_WITH_MVCC
         self._tags = FI_MAX_TAGS_LEN in self.file_info
         last = self.file_info.get(FI_LAST_KEY, b"")
-        self.last_key: bytes | None = row_of_key(last) if last else None
+        try:
+            self.last_key: bytes | None = row_of_key(last) if last else None
+        except ValueError as e:
+            raise CorruptFileError(
+                path, f"malformed {FI_LAST_KEY} in file info: {e}", t.file_info_offset
+            ) from None
 
     # -- constructors -------------------------------------------------------------------------------
     @classmethod
@@ -192,7 +214,8 @@ class HFileReader:
         bids, first = np.unique(blk[present], return_index=True)
         idx = np.flatnonzero(present)
         starts = idx[first]
-        ends = np.append(starts[1:], idx[-1] + 1 if len(idx) else 0)
+        # no ranges at all when every key falls before the first block or after the last key
+        ends = np.append(starts[1:], idx[-1] + 1) if len(idx) else starts
         ranges = dict(zip(bids.tolist(), zip(starts.tolist(), ends.tolist(), strict=True), strict=True))
 
         def probe(bid: int, payload: np.ndarray) -> tuple[int, np.ndarray, np.ndarray]:
