@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-VECTORS = Path("/work/shared/fixtures/hfile")
+from tests.paths import HFILE_VECTORS as VECTORS
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from pyhudi.hfile import KV_SCHEMA, HFileReader
+from tests.paths import TABLE_ZIPS_DIR as TABLES
 
-TABLES = Path("/work/shared/fixtures/tables")
 ZIPS = sorted(p.name for p in TABLES.glob("*.zip")) if TABLES.is_dir() else []
 
 

@@ -2,15 +2,13 @@ from __future__ import annotations
 
 import json
 import zipfile
-from pathlib import Path
 
 import fastavro
 import pytest
 
 from pyhudi.errors import CorruptFileError
 from pyhudi.io import avro
-
-FIXTURES = Path("/work/shared/fixtures/tables")
+from tests.paths import TABLE_ZIPS_DIR as FIXTURES
 
 
 def _fixture_avro_files() -> list[tuple[str, bytes]]:

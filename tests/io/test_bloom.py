@@ -34,8 +34,8 @@ from pyhudi.io.bloom import (
     bit_size,
     num_hashes,
 )
+from tests.paths import SHARED_FIXTURES as FIXTURES
 
-FIXTURES = Path("/work/shared/fixtures")
 TABLE_ZIPS = sorted((FIXTURES / "tables").glob("*.zip"))
 HFILES = sorted((FIXTURES / "hfile").glob("*.hfile"))
 needs_fixtures = pytest.mark.skipif(not TABLE_ZIPS, reason="fixture tables not available")
