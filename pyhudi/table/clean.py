@@ -1,0 +1,340 @@
+"""Cleaning with Hudi's KEEP_LATEST_COMMITS policy (``hoodie.cleaner.policy``), as Hudi 1.x plans and runs it.
+
+Configs: ``hoodie.clean.automatic`` (default true: the writer cleans after each commit),
+``hoodie.cleaner.policy`` = KEEP_LATEST_COMMITS, ``hoodie.cleaner.commits.retained`` (default 10).
+
+Planning (apache/hudi ``CleanerUtils.getEarliestCommitToRetain``, ``CleanPlanner``, ``CleanPlanActionExecutor``):
+
+- Commits timeline = commit, deltacommit, replacecommit, clustering, compaction, logcompaction instants. With more
+  than ``retained`` completed ones, the earliest commit to retain is the ``(n - retained)``-th completed one
+  (0-based), but never later than the earliest pending commit (then: the last completed one before it).
+- Per file group (excluding replaced ones): keep the latest file slice, the latest slice *before* the earliest
+  retained commit (what a query as of that commit reads) and every later slice; delete the base and log files of
+  every other slice older than the earliest retained commit.
+- File groups replaced by a completed replacecommit (insert overwrite, clustering) older than the earliest
+  retained commit lose all their files.
+- Only files of completed instants (or of instants older than the active timeline) are considered.
+- No plan, no instant, when there is nothing to delete.
+
+Timeline files: ``<t>.clean.requested`` = HoodieCleanerPlan (``earliestInstantToRetain`` {timestamp, action,
+state "COMPLETED"}, ``lastCompletedCommitTimestamp`` = requested time of the last completed commit, ``policy``,
+``filesToBeDeletedPerPartition`` = {} (deprecated), ``version`` 2, ``filePathsToBeDeletedPerPartition`` = {partition:
+[{filePath: full path, isBootstrapBaseFile: false}]}, ``partitionsToBeDeleted`` = [], ``extraMetadata`` = {});
+``<t>.clean.inflight`` empty (Hudi 1.1 no longer copies the plan); ``<t>_<c>.clean`` = HoodieCleanMetadata
+version 2 (per partition: ``deletePathPatterns``, ``successDeleteFiles``, ``failedDeleteFiles`` as *file names*; a
+file already gone counts as failed, as in Hudi; ``bootstrapPartitionMetadata`` = {}, ``extraMetadata`` from the plan).
+
+A pending clean (crash mid-way) is completed by the next :func:`clean` call before a new one is planned.
+
+The file listing comes from :mod:`pyhudi.table._listing` behind :func:`file_groups` (swap for the file-system
+view module when it lands).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyhudi.errors import CorruptFileError, PyHudiError
+from pyhudi.io.storage import Storage
+from pyhudi.table._listing import DataFile, list_data_files, list_partitions
+from pyhudi.table.rollback import Hook, TimeSource, next_time
+from pyhudi.table.timeline import (
+    CLEAN,
+    CLUSTERING,
+    REPLACE_COMMIT,
+    ActiveTimeline,
+    Instant,
+    InstantTimeGenerator,
+    State,
+    Timeline,
+)
+
+KEEP_LATEST_COMMITS = "KEEP_LATEST_COMMITS"
+DEFAULT_COMMITS_RETAINED = 10
+CLEAN_PLAN_VERSION = 2
+CLEAN_METADATA_VERSION = 2
+
+
+@dataclass
+class FileSlice:
+    """A base file (maybe absent in a log-only slice) and the log files written on it."""
+
+    file_id: str
+    base_instant: str
+    base: DataFile | None = None
+    logs: list[DataFile] = field(default_factory=list)
+
+    @property
+    def files(self) -> list[DataFile]:
+        return ([self.base] if self.base is not None else []) + sorted(self.logs, key=lambda f: f.name)
+
+
+# -- listing (swap point for pyhudi.table.fsview) ---------------------------------------------------------------
+def _is_visible(instant_time: str, timeline: Timeline) -> bool:
+    if timeline.is_completed(instant_time):
+        return True
+    first = timeline.first()
+    return first is not None and instant_time < first.requested_time and not timeline.contains(instant_time)
+
+
+def file_groups(
+    storage: Storage, base_path: str, partition: str, timeline: Timeline
+) -> dict[str, list[FileSlice]]:
+    """fileId -> its committed file slices, latest first."""
+    by_fid: dict[str, list[DataFile]] = {}
+    for f in list_data_files(storage, base_path, partition):
+        if _is_visible(f.instant_time, timeline):
+            by_fid.setdefault(f.file_id, []).append(f)
+    out: dict[str, list[FileSlice]] = {}
+    for fid, files in by_fid.items():
+        slices: dict[str, FileSlice] = {}
+        for b in files:
+            if b.is_base:
+                slices[b.instant_time] = FileSlice(fid, b.instant_time, b)
+        bases = sorted(slices)
+        orphans: list[DataFile] = []
+        for lf in (f for f in files if f.is_log):
+            owner = [t for t in bases if t <= lf.instant_time]
+            if owner:
+                slices[owner[-1]].logs.append(lf)
+            else:
+                orphans.append(lf)
+        if orphans:  # log-only first slice (MOR inserts into logs): keyed by its earliest log instant
+            key = min(f.instant_time for f in orphans)
+            slices[key] = FileSlice(fid, key, None, orphans)
+        out[fid] = sorted(slices.values(), key=lambda s: s.base_instant, reverse=True)
+    return out
+
+
+# -- planning ---------------------------------------------------------------------------------------------------
+def earliest_commit_to_retain(timeline: Timeline, retained: int) -> Instant | None:
+    commits = timeline.commits()
+    completed = list(commits.completed())
+    if retained < 1:
+        raise PyHudiError(f"hoodie.cleaner.commits.retained must be >= 1, not {retained}")
+    if len(completed) <= retained:
+        return None
+    nth = completed[len(completed) - retained]
+    pending = commits.pending().first()
+    if pending is not None and nth.requested_time > pending.requested_time:
+        before = [i for i in completed if i.requested_time < pending.requested_time]
+        return before[-1] if before else None
+    return nth
+
+
+def _replaced_file_ids(timeline: ActiveTimeline, before: str) -> dict[str, set[str]]:
+    """partition -> file ids replaced by completed replacecommits requested before ``before``."""
+    out: dict[str, set[str]] = {}
+    for inst in timeline.completed().by_action(REPLACE_COMMIT, CLUSTERING):
+        if inst.requested_time >= before:
+            continue
+        meta = timeline.read_content(inst) or {}
+        for p, ids in (meta.get("partitionToReplaceFileIds") or {}).items():
+            out.setdefault(p, set()).update(ids)
+    return out
+
+
+def _all_replaced_file_ids(timeline: ActiveTimeline) -> dict[str, set[str]]:
+    return _replaced_file_ids(timeline, "9" * 20)
+
+
+def plan_clean(
+    storage: Storage, base_path: str, timeline: ActiveTimeline, retained: int = DEFAULT_COMMITS_RETAINED
+) -> dict[str, Any] | None:
+    """The HoodieCleanerPlan for the table now, or None when there is nothing to delete."""
+    earliest = earliest_commit_to_retain(timeline, retained)
+    if earliest is None:
+        return None
+    e = earliest.requested_time
+    replaced_old = _replaced_file_ids(timeline, e)
+    replaced_any = _all_replaced_file_ids(timeline)
+    to_delete: dict[str, list[dict[str, Any]]] = {}
+    for partition in list_partitions(storage, base_path):
+        doomed: list[DataFile] = []
+        for fid, slices in file_groups(storage, base_path, partition, timeline).items():
+            if fid in replaced_old.get(partition, set()):
+                doomed.extend(f for s in slices for f in s.files)
+                continue
+            if fid in replaced_any.get(partition, set()) or not slices:
+                continue
+            last_version = slices[0].base_instant
+            before = next((s.base_instant for s in slices if s.base_instant < e), None)
+            for s in slices:
+                if s.base_instant in (last_version, before):
+                    continue
+                if s.base_instant < e:
+                    doomed.extend(s.files)
+        if doomed:
+            to_delete[partition] = [
+                {"filePath": f.path, "isBootstrapBaseFile": False}
+                for f in sorted(doomed, key=lambda f: f.name)
+            ]
+    if not to_delete:
+        return None
+    last = timeline.commits().completed().last()
+    return {
+        "earliestInstantToRetain": {"timestamp": e, "action": earliest.action, "state": "COMPLETED"},
+        "lastCompletedCommitTimestamp": last.requested_time if last else "",
+        "policy": KEEP_LATEST_COMMITS,
+        "filesToBeDeletedPerPartition": {},
+        "version": CLEAN_PLAN_VERSION,
+        "filePathsToBeDeletedPerPartition": to_delete,
+        "partitionsToBeDeleted": [],
+        "extraMetadata": {},
+    }
+
+
+# -- execution --------------------------------------------------------------------------------------------------
+def _hook(hook: Hook | None, step: str) -> None:
+    if hook is not None:
+        hook(step)
+
+
+def _run(
+    storage: Storage,
+    base_path: str,
+    timeline: ActiveTimeline,
+    instant: Instant,
+    plan: Mapping[str, Any],
+    time_source: TimeSource,
+    hook: Hook | None,
+) -> Instant:
+    start = time.monotonic()
+    inflight = instant
+    if instant.state == State.REQUESTED:
+        candidate = Instant(instant.requested_time, CLEAN, State.INFLIGHT)
+        if storage.exists(timeline.path_of(candidate)):
+            inflight = candidate
+        else:
+            inflight = timeline.transition_to_inflight(instant, None)
+    _hook(hook, "inflight")
+
+    partition_meta: dict[str, dict[str, Any]] = {}
+    total = 0
+    for partition, infos in (plan.get("filePathsToBeDeletedPerPartition") or {}).items():
+        patterns: list[str] = []
+        ok: list[str] = []
+        bad: list[str] = []
+        for info in infos:
+            recorded = info.get("filePath")
+            if not recorded:
+                continue
+            name = posixpath.basename(str(recorded))
+            path = (
+                posixpath.join(base_path, partition, name) if partition else posixpath.join(base_path, name)
+            )
+            patterns.append(name)
+            try:
+                existed = storage.exists(path)
+                storage.delete(path, missing_ok=True)
+            except (OSError, PyHudiError):
+                existed = False
+            (ok if existed else bad).append(name)
+        total += len(ok)
+        partition_meta[partition] = {
+            "partitionPath": partition,
+            "policy": str(plan.get("policy") or KEEP_LATEST_COMMITS),
+            "deletePathPatterns": patterns,
+            "successDeleteFiles": ok,
+            "failedDeleteFiles": bad,
+            "isPartitionDeleted": False,
+        }
+    _hook(hook, "files_deleted")
+
+    earliest = plan.get("earliestInstantToRetain") or {}
+    metadata = {
+        "startCleanTime": instant.requested_time,
+        "timeTakenInMillis": int((time.monotonic() - start) * 1000),
+        "totalFilesDeleted": total,
+        "earliestCommitToRetain": str(earliest.get("timestamp") or ""),
+        "lastCompletedCommitTimestamp": str(plan.get("lastCompletedCommitTimestamp") or ""),
+        "partitionMetadata": partition_meta,
+        "version": CLEAN_METADATA_VERSION,
+        "bootstrapPartitionMetadata": {},
+        "extraMetadata": dict(plan.get("extraMetadata") or {}),
+    }
+    completion = next_time(time_source, timeline.reload().latest_time())
+    done = timeline.complete(inflight, metadata, completion)
+    _hook(hook, "completed")
+    return done
+
+
+def read_clean_plan(timeline: ActiveTimeline, clean_time: str) -> dict[str, Any]:
+    inst = Instant(clean_time, CLEAN, State.REQUESTED)
+    content = timeline.read_content(inst)
+    if content is None:
+        raise CorruptFileError(timeline.path_of(inst), "clean plan is empty")
+    return content
+
+
+def read_clean_metadata(timeline: ActiveTimeline, instant: Instant) -> dict[str, Any]:
+    """The HoodieCleanMetadata of a completed clean instant."""
+    if instant.action != CLEAN or not instant.is_completed:
+        raise PyHudiError(f"{instant} is not a completed clean")
+    content = timeline.read_content(instant)
+    if content is None:
+        raise CorruptFileError(timeline.path_of(instant), "clean metadata is empty")
+    return content
+
+
+def complete_pending_cleans(
+    storage: Storage,
+    base_path: str,
+    time_source: TimeSource,
+    timeline: ActiveTimeline | None = None,
+    *,
+    hook: Hook | None = None,
+) -> list[Instant]:
+    tl = (timeline or ActiveTimeline.load(storage, base_path)).reload()
+    done = []
+    for inst in tl.by_action(CLEAN).pending():
+        plan = read_clean_plan(tl, inst.requested_time)
+        done.append(_run(storage, base_path, tl, inst, plan, time_source, hook))
+        tl = tl.reload()
+    return done
+
+
+def clean(
+    storage: Storage,
+    base_path: str,
+    timeline: ActiveTimeline | None,
+    retained: int = DEFAULT_COMMITS_RETAINED,
+    new_instant_time: str | TimeSource | None = None,
+    *,
+    hook: Hook | None = None,
+) -> Instant | None:
+    """Finish pending cleans, then plan and run a KEEP_LATEST_COMMITS clean.
+
+    ``new_instant_time``: the clean's instant time, or a generator/callable of new times (also used for
+    completion times; with a fixed string, completion times come from a fresh :class:`InstantTimeGenerator`).
+    Returns the completed clean instant of this call (the last finished pending one if nothing new was
+    planned), or None when nothing needed deleting.
+    """
+    source: TimeSource
+    fixed: str | None = None
+    if isinstance(new_instant_time, str):
+        fixed = new_instant_time
+        source = InstantTimeGenerator()
+    elif new_instant_time is None:
+        source = InstantTimeGenerator(base_path)
+    else:
+        source = new_instant_time
+    finished = complete_pending_cleans(storage, base_path, source, timeline, hook=hook)
+    tl = (timeline or ActiveTimeline.load(storage, base_path)).reload()
+    plan = plan_clean(storage, base_path, tl, retained)
+    if plan is None:
+        return finished[-1] if finished else None
+    latest = tl.latest_time()
+    if fixed is not None:
+        if latest is not None and fixed <= latest:
+            raise PyHudiError(f"clean instant time {fixed} is not after the latest instant {latest}")
+        t = fixed
+    else:
+        t = next_time(source, latest)
+    requested = tl.create_requested(CLEAN, t, plan)
+    _hook(hook, "planned")
+    return _run(storage, base_path, tl, requested, plan, source, hook)

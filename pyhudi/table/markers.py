@@ -1,0 +1,125 @@
+"""Write markers (Hudi's DIRECT marker type): one empty file per data file a write creates or changes.
+
+Layout (apache/hudi ``DirectWriteMarkers``, ``WriteMarkers``, ``HoodieTableMetaClient.getMarkerFolderPath``)::
+
+    <base>/.hoodie/.temp/<instant>/<partition path>/<data file name>.marker.<IOType>
+
+IOType is ``CREATE`` (new base or log file), ``MERGE`` (base file rewritten from an older version) or ``APPEND``
+(log file appended to). A non-partitioned table's markers sit directly in ``.temp/<instant>/``. Hudi creates the
+marker *before* the data file, with ``create(path, overwrite=false)`` and no content, and skips creation when the
+marker already exists (a retried task). Rollback of a failed write deletes the data files its markers name; the
+marker directory is deleted once the instant completes or is rolled back.
+
+The TIMELINE_SERVER_BASED marker type keeps the names in ``MARKERS<n>`` files (one marker name a line) next to
+a ``MARKERS.type`` file; :func:`list_marked_files` reads those too so a table written by Hudi with a timeline
+server can be rolled back, but pyhudi only writes DIRECT markers.
+
+Every function here needs only a :class:`Storage` (no driver state), so Spark tasks can call them.
+"""
+
+from __future__ import annotations
+
+import enum
+import posixpath
+import re
+
+from pyhudi.errors import PyHudiError
+from pyhudi.io.storage import Storage
+from pyhudi.table.properties import METAFOLDER
+
+TEMP_FOLDER = ".temp"
+MARKER_EXTN = ".marker."
+MARKER_TYPE_FILE = "MARKERS.type"
+_TIMELINE_SERVER_MARKERS_RE = re.compile(r"^MARKERS\d+$")
+
+
+class IOType(enum.Enum):
+    CREATE = "CREATE"
+    MERGE = "MERGE"
+    APPEND = "APPEND"
+
+
+def marker_dir(base_path: str, instant_time: str) -> str:
+    """``<base>/.hoodie/.temp/<instant>``."""
+    return posixpath.join(base_path, METAFOLDER, TEMP_FOLDER, instant_time)
+
+
+def marker_name(partition: str, file_name: str, io_type: IOType | str) -> str:
+    """The marker's path relative to the marker directory, e.g. ``region=eu/<file>.marker.CREATE``."""
+    t = IOType(io_type) if isinstance(io_type, str) else io_type
+    if not file_name or "/" in file_name:
+        raise PyHudiError(f"marker needs a bare data file name, not {file_name!r}")
+    name = f"{file_name}{MARKER_EXTN}{t.value}"
+    part = partition.strip("/")
+    return posixpath.join(part, name) if part else name
+
+
+def marker_path(
+    base_path: str, instant_time: str, partition: str, file_name: str, io_type: IOType | str
+) -> str:
+    return posixpath.join(marker_dir(base_path, instant_time), marker_name(partition, file_name, io_type))
+
+
+def create_marker(
+    storage: Storage,
+    base_path: str,
+    instant_time: str,
+    partition: str,
+    file_name: str,
+    io_type: IOType | str,
+) -> str:
+    """Create the (empty) marker of ``partition/file_name`` for ``instant_time``; return its path.
+
+    Idempotent: an existing marker (a retried task) is left as is, as Hudi does.
+    """
+    path = marker_path(base_path, instant_time, partition, file_name, io_type)
+    if storage.exists(path):
+        return path
+    try:
+        storage.write_bytes(path, b"", overwrite=False)
+    except PyHudiError:
+        if not storage.exists(path):  # lost a race with another attempt: fine; anything else: raise
+            raise
+    return path
+
+
+def parse_marker_name(relative: str) -> tuple[str, str, IOType] | None:
+    """``(partition, file name, IOType)`` of a marker path relative to the marker dir, or None."""
+    rel = relative.strip("/")
+    name = posixpath.basename(rel)
+    if MARKER_EXTN not in name:
+        return None
+    data_name, _, kind = name.rpartition(MARKER_EXTN)
+    try:
+        io_type = IOType(kind)
+    except ValueError:
+        return None
+    return posixpath.dirname(rel), data_name, io_type
+
+
+def list_marked_files(storage: Storage, base_path: str, instant_time: str) -> list[tuple[str, str, IOType]]:
+    """Every ``(partition, data file name, IOType)`` marked for ``instant_time``, sorted (empty if none)."""
+    root = marker_dir(base_path, instant_time)
+    found: set[tuple[str, str, IOType]] = set()
+    prefix = root.rstrip("/") + "/"
+    for st in storage.walk_files(root):
+        rel = st.path[len(prefix) :] if st.path.startswith(prefix) else st.name
+        parsed = parse_marker_name(rel)
+        if parsed is not None:
+            found.add(parsed)
+        elif "/" not in rel and _TIMELINE_SERVER_MARKERS_RE.match(rel):
+            text = storage.read_bytes(st.path).decode("utf-8", "replace")
+            for line in text.splitlines():
+                p = parse_marker_name(line.strip())
+                if p is not None:
+                    found.add(p)
+    return sorted(found, key=lambda m: (m[0], m[1], m[2].value))
+
+
+def markers_exist(storage: Storage, base_path: str, instant_time: str) -> bool:
+    return storage.is_dir(marker_dir(base_path, instant_time))
+
+
+def delete_markers(storage: Storage, base_path: str, instant_time: str) -> None:
+    """Delete the marker directory of ``instant_time`` (no-op if absent)."""
+    storage.delete(marker_dir(base_path, instant_time), missing_ok=True)

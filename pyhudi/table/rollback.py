@@ -1,0 +1,313 @@
+"""Rollback of failed (pending) writes, as Hudi 1.x does it for table version 8+.
+
+Flow (apache/hudi ``BaseRollbackPlanActionExecutor``, ``BaseRollbackActionExecutor``, ``MarkerBasedRollbackStrategy``,
+checked against the real rollback in the ``mor_v9_nonpartitioned_rollback`` fixture):
+
+1. ``<r>.rollback.requested`` holds a HoodieRollbackPlan: ``instantToRollback`` {commitTime, action} and one
+   ``RollbackRequests`` entry per marker: ``partitionPath``, ``fileId`` = ``""``, ``latestBaseInstant`` = ``""``,
+   ``filesToBeDeleted`` = [full path of the data file], ``logBlocksToBeDeleted`` = {}; ``version`` 1. Table
+   version 8+ deletes log files of the failed instant too (no rollback command blocks).
+2. ``<r>.rollback.inflight`` (empty file).
+3. The files are deleted; a file already gone counts as deleted (a re-run after a crash).
+4. The failed instant's own timeline files (``.inflight`` then ``.requested``) are deleted.
+5. ``<r>_<completion>.rollback`` holds HoodieRollbackMetadata: ``startRollbackTime`` = r, ``timeTakenInMillis``,
+   ``totalFilesDeleted``, ``commitsRollback`` = [t], ``partitionMetadata`` {partition: {partitionPath,
+   successDeleteFiles, failedDeleteFiles, rollbackLogFiles {}, logFilesFromFailedCommit {}}}, ``version`` 1,
+   ``instantsRollback`` [{commitTime, action}].
+6. The marker directory ``.hoodie/.temp/<t>`` is deleted.
+
+Without markers (e.g. a writer that died before creating any, or markers already deleted) the plan falls back to
+listing every partition for base files ``*_<t>.<ext>`` and log files ``.<fileId>_<t>.log.*`` of the failed instant.
+
+A crash at any step leaves a pending rollback; :func:`rollback_failed_writes` first completes pending rollbacks by
+re-running their plans (every step is idempotent). Works on any Hudi table base path, including a metadata table
+(``<base>/.hoodie/metadata``). Pyhudi's writers clean failed writes EAGERLY: call :func:`rollback_failed_writes`
+before starting a new write.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyhudi.errors import CorruptFileError, PyHudiError
+from pyhudi.io.storage import Storage
+from pyhudi.table import markers
+from pyhudi.table._listing import list_data_files, list_partitions
+from pyhudi.table.timeline import (
+    COMMIT,
+    DELTA_COMMIT,
+    REPLACE_COMMIT,
+    ROLLBACK,
+    ActiveTimeline,
+    Instant,
+    InstantTimeGenerator,
+    State,
+)
+
+#: Pending actions rolled back as failed writes (pending compaction/clustering are re-attempted instead).
+ROLLBACK_ACTIONS = frozenset({COMMIT, DELTA_COMMIT, REPLACE_COMMIT})
+ROLLBACK_PLAN_VERSION = 1
+ROLLBACK_METADATA_VERSION = 1
+
+#: Something that hands out new instant times: a generator or a no-argument callable.
+TimeSource = InstantTimeGenerator | Callable[[], str]
+#: Test hook called with a step name (``planned``, ``inflight``, ``files_deleted``, ``instant_deleted``,
+#: ``completed``); raising from it simulates a crash after that step.
+Hook = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class RollbackResult:
+    """One completed rollback."""
+
+    instant: Instant  #: the completed rollback instant
+    rolled_back: str  #: requested time of the rolled-back instant
+    rolled_back_action: str
+    deleted: tuple[str, ...] = field(default=())
+    failed: tuple[str, ...] = field(default=())
+
+
+def next_time(source: TimeSource, floor: str | None) -> str:
+    """A new instant time greater than ``floor`` from ``source``."""
+    if isinstance(source, InstantTimeGenerator):
+        return source.next(floor)
+    t = source()
+    if floor is not None and t <= floor:
+        raise PyHudiError(f"new instant time {t} is not after {floor}")
+    return t
+
+
+def _hook(hook: Hook | None, step: str) -> None:
+    if hook is not None:
+        hook(step)
+
+
+# -- planning ---------------------------------------------------------------------------------------------------
+def _request(partition: str, path: str) -> dict[str, Any]:
+    return {
+        "partitionPath": partition,
+        "fileId": "",
+        "latestBaseInstant": "",
+        "filesToBeDeleted": [path],
+        "logBlocksToBeDeleted": {},
+    }
+
+
+def plan_rollback(storage: Storage, base_path: str, instant_time: str, action: str) -> dict[str, Any]:
+    """The HoodieRollbackPlan of a pending instant: from its markers, else from a listing of all partitions."""
+    requests: list[dict[str, Any]] = []
+    marked = markers.list_marked_files(storage, base_path, instant_time)
+    if marked:
+        seen: set[tuple[str, str]] = set()
+        for partition, name, _io in marked:
+            if (partition, name) in seen:
+                continue
+            seen.add((partition, name))
+            folder = posixpath.join(base_path, partition) if partition else base_path
+            requests.append(_request(partition, posixpath.join(folder, name)))
+    else:
+        for partition in list_partitions(storage, base_path):
+            for f in list_data_files(storage, base_path, partition):
+                if f.instant_time == instant_time:
+                    requests.append(_request(partition, f.path))
+    return {
+        "instantToRollback": {"commitTime": instant_time, "action": action},
+        "RollbackRequests": requests,
+        "version": ROLLBACK_PLAN_VERSION,
+    }
+
+
+# -- execution --------------------------------------------------------------------------------------------------
+def _local_path(base_path: str, partition: str, recorded: str) -> str:
+    """The storage path of a file a plan recorded (Java writes full URIs; keep only partition + name)."""
+    name = posixpath.basename(recorded)
+    return posixpath.join(base_path, partition, name) if partition else posixpath.join(base_path, name)
+
+
+def _delete_pending_instant_files(timeline: ActiveTimeline, instant_time: str) -> None:
+    """Delete ``<t>.inflight``/``<t>.<action>.inflight`` then ``<t>.<action>.requested`` (not a completed file)."""
+    storage = timeline.storage
+    files = [
+        Instant.parse(st.name)
+        for st in storage.list(timeline.timeline_dir)
+        if not st.is_dir and st.name.startswith(f"{instant_time}.")
+    ]
+    pending = [i for i in files if i is not None and not i.is_completed]
+    for inst in sorted(pending, key=lambda i: -int(i.state)):  # inflight first, as Hudi does
+        storage.delete(timeline.path_of(inst), missing_ok=True)
+
+
+def _execute(
+    storage: Storage,
+    base_path: str,
+    timeline: ActiveTimeline,
+    rollback_instant: Instant,
+    plan: Mapping[str, Any],
+    time_source: TimeSource,
+    hook: Hook | None,
+) -> RollbackResult:
+    start = time.monotonic()
+    target = plan.get("instantToRollback")
+    if not target:
+        raise CorruptFileError(timeline.path_of(rollback_instant), "rollback plan has no instantToRollback")
+    t, action = str(target["commitTime"]), str(target["action"])
+
+    inflight = rollback_instant
+    if rollback_instant.state == State.REQUESTED:
+        inflight_path = timeline.path_of(Instant(rollback_instant.requested_time, ROLLBACK, State.INFLIGHT))
+        if storage.exists(inflight_path):
+            inflight = Instant(rollback_instant.requested_time, ROLLBACK, State.INFLIGHT)
+        else:
+            inflight = timeline.transition_to_inflight(rollback_instant, None)
+    _hook(hook, "inflight")
+
+    per_partition: dict[str, tuple[list[str], list[str]]] = {}
+    deleted: list[str] = []
+    failed: list[str] = []
+    for req in plan.get("RollbackRequests") or []:
+        partition = str(req.get("partitionPath") or "")
+        ok, bad = per_partition.setdefault(partition, ([], []))
+        for recorded in req.get("filesToBeDeleted") or []:
+            path = _local_path(base_path, partition, str(recorded))
+            try:
+                storage.delete(path, missing_ok=True)
+            except (OSError, PyHudiError):
+                bad.append(path)
+                failed.append(path)
+                continue
+            ok.append(path)
+            deleted.append(path)
+    _hook(hook, "files_deleted")
+
+    _delete_pending_instant_files(timeline, t)
+    _hook(hook, "instant_deleted")
+
+    metadata = {
+        "startRollbackTime": rollback_instant.requested_time,
+        "timeTakenInMillis": int((time.monotonic() - start) * 1000),
+        "totalFilesDeleted": len(deleted),
+        "commitsRollback": [t],
+        "partitionMetadata": {
+            p: {
+                "partitionPath": p,
+                "successDeleteFiles": ok,
+                "failedDeleteFiles": bad,
+                "rollbackLogFiles": {},
+                "logFilesFromFailedCommit": {},
+            }
+            for p, (ok, bad) in per_partition.items()
+        },
+        "version": ROLLBACK_METADATA_VERSION,
+        "instantsRollback": [{"commitTime": t, "action": action}],
+    }
+    completion = next_time(time_source, timeline.reload().latest_time())
+    done = timeline.complete(inflight, metadata, completion)
+    _hook(hook, "completed")
+
+    markers.delete_markers(storage, base_path, t)
+    return RollbackResult(done, t, action, tuple(deleted), tuple(failed))
+
+
+def read_rollback_plan(timeline: ActiveTimeline, rollback_time: str) -> dict[str, Any]:
+    inst = Instant(rollback_time, ROLLBACK, State.REQUESTED)
+    content = timeline.read_content(inst)
+    if content is None:
+        raise CorruptFileError(timeline.path_of(inst), "rollback plan is empty")
+    return content
+
+
+def read_rollback_metadata(timeline: ActiveTimeline, instant: Instant) -> dict[str, Any]:
+    """The HoodieRollbackMetadata of a completed rollback instant."""
+    if instant.action != ROLLBACK or not instant.is_completed:
+        raise PyHudiError(f"{instant} is not a completed rollback")
+    content = timeline.read_content(instant)
+    if content is None:
+        raise CorruptFileError(timeline.path_of(instant), "rollback metadata is empty")
+    return content
+
+
+def complete_pending_rollbacks(
+    storage: Storage,
+    base_path: str,
+    time_source: TimeSource,
+    timeline: ActiveTimeline | None = None,
+    *,
+    hook: Hook | None = None,
+) -> list[RollbackResult]:
+    """Finish every pending rollback (requested/inflight) by re-running its plan."""
+    tl = (timeline or ActiveTimeline.load(storage, base_path)).reload()
+    results = []
+    for inst in tl.by_action(ROLLBACK).pending():
+        plan = read_rollback_plan(tl, inst.requested_time)
+        results.append(_execute(storage, base_path, tl, inst, plan, time_source, hook))
+        tl = tl.reload()
+    return results
+
+
+def rollback_instant(
+    storage: Storage,
+    base_path: str,
+    instant: Instant | str,
+    time_source: TimeSource,
+    timeline: ActiveTimeline | None = None,
+    *,
+    hook: Hook | None = None,
+) -> RollbackResult:
+    """Roll back one pending write instant of the table at ``base_path`` (data or metadata table).
+
+    If a pending rollback of that instant exists, it is completed instead of planning a new one.
+    """
+    tl = (timeline or ActiveTimeline.load(storage, base_path)).reload()
+    t = instant.requested_time if isinstance(instant, Instant) else instant
+    for pending in tl.by_action(ROLLBACK).pending():
+        plan = read_rollback_plan(tl, pending.requested_time)
+        target = plan.get("instantToRollback") or {}
+        if target.get("commitTime") == t:
+            return _execute(storage, base_path, tl, pending, plan, time_source, hook)
+    current = tl.get(t)
+    if current is None:
+        raise PyHudiError(f"no instant {t} on the timeline of {base_path}")
+    if current.is_completed:
+        raise PyHudiError(f"instant {current} is completed; only pending writes can be rolled back")
+    plan = plan_rollback(storage, base_path, t, current.action)
+    r = next_time(time_source, tl.latest_time())
+    requested = tl.create_requested(ROLLBACK, r, plan)
+    _hook(hook, "planned")
+    return _execute(storage, base_path, tl, requested, plan, time_source, hook)
+
+
+def rollback_failed_writes(
+    storage: Storage,
+    base_path: str,
+    timeline: ActiveTimeline | None,
+    time_source: TimeSource,
+    *,
+    hook: Hook | None = None,
+) -> list[RollbackResult]:
+    """EAGER failed-writes cleaning: finish pending rollbacks, then roll back every pending
+    commit/deltacommit/replacecommit, latest first. Returns the rollbacks completed by this call."""
+    results = complete_pending_rollbacks(storage, base_path, time_source, timeline, hook=hook)
+    tl = (timeline or ActiveTimeline.load(storage, base_path)).reload()
+    failed = [i for i in tl.pending() if i.action in ROLLBACK_ACTIONS]
+    for inst in sorted(failed, key=lambda i: i.requested_time, reverse=True):
+        results.append(rollback_instant(storage, base_path, inst, time_source, tl, hook=hook))
+        tl = tl.reload()
+    delete_orphan_markers(storage, base_path, tl)
+    return results
+
+
+def delete_orphan_markers(storage: Storage, base_path: str, timeline: ActiveTimeline) -> list[str]:
+    """Delete marker directories of instants that are not pending any more (completed, or gone from the
+    timeline after a rollback that crashed before its last step). Only safe with a single writer (EAGER
+    policy), where no other write can be between creating markers and its requested instant."""
+    pending = {i.requested_time for i in timeline.pending()}
+    removed = []
+    for st in storage.list(posixpath.join(base_path, ".hoodie", markers.TEMP_FOLDER)):
+        if st.is_dir and st.name.isdigit() and st.name not in pending:
+            markers.delete_markers(storage, base_path, st.name)
+            removed.append(st.name)
+    return removed

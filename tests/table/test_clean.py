@@ -1,0 +1,126 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from pyhudi.io import avro
+from pyhudi.table.clean import clean, earliest_commit_to_retain, read_clean_metadata, read_clean_plan
+from pyhudi.table.timeline import ActiveTimeline
+from tests.table._fabricate import LOCAL, Clock, commit, make_table
+
+P = "region=eu"
+
+
+class Crash(Exception):
+    pass
+
+
+def _versions(base: str, fid: str = "aaaa-0") -> list[str]:
+    return sorted(p.name.rsplit("_", 1)[1].split(".")[0] for p in (Path(base) / P).glob(f"{fid}_*.parquet"))
+
+
+def _table_with_commits(tmp_path: Path, n: int) -> tuple[str, Clock, list[str]]:
+    base = make_table(tmp_path / "t")
+    clock = Clock()
+    ts = [commit(base, clock, {P: [("aaaa-0", [("k1", i), ("k2", i)])]}) for i in range(n)]
+    return base, clock, ts
+
+
+def test_nothing_to_clean(tmp_path: Path) -> None:
+    base, clock, _ts = _table_with_commits(tmp_path, 10)
+    assert clean(LOCAL, base, None, 10, clock) is None
+    assert not [i for i in ActiveTimeline.load(LOCAL, base) if i.action == "clean"]
+
+
+def test_keep_latest_commits(tmp_path: Path) -> None:
+    base, clock, ts = _table_with_commits(tmp_path, 14)
+    # a file group written once, long ago: its only version must stay
+    commit(base, clock, {P: [("bbbb-0", [("k9", 9)])]})
+    ts.append(commit(base, clock, {P: [("aaaa-0", [("k1", 99), ("k2", 99)])]}))
+    tl = ActiveTimeline.load(LOCAL, base)
+    earliest = earliest_commit_to_retain(tl, 10)
+    assert earliest is not None
+    done = clean(LOCAL, base, tl, 10, clock)
+    assert done is not None and done.is_completed and done.action == "clean"
+    e = earliest.requested_time
+    kept = _versions(base)
+    # the latest version before the earliest retained commit plus all later versions
+    assert kept == sorted([max(t for t in ts if t < e)] + [t for t in ts if t >= e])
+    assert len(list((Path(base) / P).glob("bbbb-0_*.parquet"))) == 1
+    tl = ActiveTimeline.load(LOCAL, base)
+    meta = read_clean_metadata(tl, done)
+    deleted = sorted(f"aaaa-0_0-1-0_{t}.parquet" for t in ts if t < kept[0])
+    assert meta["totalFilesDeleted"] == len(deleted)
+    assert meta["earliestCommitToRetain"] == e
+    assert meta["version"] == 2
+    pm = meta["partitionMetadata"][P]
+    assert sorted(pm["successDeleteFiles"]) == deleted and pm["failedDeleteFiles"] == []
+    assert pm["policy"] == "KEEP_LATEST_COMMITS" and sorted(pm["deletePathPatterns"]) == deleted
+    plan = read_clean_plan(tl, done.requested_time)
+    assert plan["earliestInstantToRetain"] == {"timestamp": e, "action": "commit", "state": "COMPLETED"}
+    assert plan["lastCompletedCommitTimestamp"] == ts[-1]
+    assert plan["version"] == 2 and plan["filesToBeDeletedPerPartition"] == {}
+    assert sorted(Path(f["filePath"]).name for f in plan["filePathsToBeDeletedPerPartition"][P]) == deleted
+    raw = (Path(base) / ".hoodie/timeline" / done.file_name).read_bytes()
+    assert avro.container_schema_name(raw) == "HoodieCleanMetadata"
+    assert (Path(base) / ".hoodie/timeline" / f"{done.requested_time}.clean.inflight").read_bytes() == b""
+    # a second clean right away has nothing to do
+    assert clean(LOCAL, base, None, 10, clock) is None
+
+
+def test_replaced_file_groups_are_cleaned(tmp_path: Path) -> None:
+    base, clock, _ts = _table_with_commits(tmp_path, 1)
+    commit(base, clock, {P: [("cccc-0", [("k1", 5)])]}, replaced={P: ["aaaa-0"]})
+    for i in range(11):
+        commit(base, clock, {P: [("cccc-0", [("k1", i)])]})
+    done = clean(LOCAL, base, None, 10, clock)
+    assert done is not None
+    assert _versions(base, "aaaa-0") == []
+
+
+def test_pending_commit_limits_earliest_retained(tmp_path: Path) -> None:
+    base, clock, ts = _table_with_commits(tmp_path, 3)
+    pending = commit(base, clock, {P: [("aaaa-0", [("k1", 0)])]}, complete=False)
+    for i in range(12):
+        ts.append(commit(base, clock, {P: [("aaaa-0", [("k1", i)])]}))
+    tl = ActiveTimeline.load(LOCAL, base)
+    e = earliest_commit_to_retain(tl, 10)
+    assert e is not None and e.requested_time == ts[2] and e.requested_time < pending
+    clean(LOCAL, base, tl, 10, clock)
+    assert pending in _versions(base)  # files of pending instants are never touched
+
+
+@pytest.mark.parametrize("step", ["planned", "inflight", "files_deleted"])
+def test_crash_mid_clean_is_completed_by_next_call(tmp_path: Path, step: str) -> None:
+    base, clock, ts = _table_with_commits(tmp_path, 13)
+
+    def hook(s: str) -> None:
+        if s == step:
+            raise Crash(s)
+
+    with pytest.raises(Crash):
+        clean(LOCAL, base, None, 10, clock, hook=hook)
+    done = clean(LOCAL, base, None, 10, clock)
+    assert done is not None and done.is_completed
+    tl = ActiveTimeline.load(LOCAL, base)
+    cleans = list(tl.by_action("clean"))
+    assert cleans == [done]
+    assert _versions(base) == ts[2:]
+    meta = read_clean_metadata(tl, done)
+    assert meta["earliestCommitToRetain"] == ts[3]
+    # files deleted before the crash are reported as failed, as Hudi does on a re-run
+    n = len(meta["partitionMetadata"][P]["successDeleteFiles"]) + len(
+        meta["partitionMetadata"][P]["failedDeleteFiles"]
+    )
+    assert n == 2
+
+
+def test_hudi_rs_reads_table_after_clean(tmp_path: Path) -> None:
+    hudi = pytest.importorskip("hudi")
+    base, clock, ts = _table_with_commits(tmp_path, 13)
+    assert clean(LOCAL, base, None, 10, clock) is not None
+    t = pa.Table.from_batches(hudi.HudiTableBuilder.from_base_uri(base).build().read())
+    assert sorted(t.column("v").to_pylist()) == [12, 12]
+    assert set(t.column("_hoodie_commit_time").to_pylist()) == {ts[-1]}

@@ -1,0 +1,185 @@
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pyhudi.io import avro
+from pyhudi.table import markers
+from pyhudi.table.rollback import (
+    read_rollback_metadata,
+    read_rollback_plan,
+    rollback_failed_writes,
+    rollback_instant,
+)
+from pyhudi.table.timeline import ActiveTimeline, State
+from tests.table._fabricate import LOCAL, Clock, commit, make_table, timeline_names
+
+ROLLBACK_ZIP = "mor_v9_nonpartitioned_rollback.zip"
+
+
+class Crash(Exception):
+    pass
+
+
+def _failed_table(tmp_path: Path, with_markers: bool = True) -> tuple[str, Clock, str, str]:
+    base = make_table(tmp_path / "t")
+    clock = Clock()
+    good = commit(base, clock, {"region=eu": [("aaaa-0", [("k1", 1), ("k2", 2)])]})
+    bad = commit(
+        base,
+        clock,
+        {
+            "region=eu": [("aaaa-0", [("k1", 10)]), ("bbbb-0", [("k3", 3)])],
+            "region=us": [("cccc-0", [("k4", 4)])],
+        },
+        complete=False,
+        with_markers=with_markers,
+    )
+    # a stray log file of the failed instant (MOR-style), found by listing
+    if not with_markers:
+        (Path(base) / "region=us" / f".cccc-0_{bad}.log.1_0-1-0").write_bytes(b"#HUDI#")
+    return base, clock, good, bad
+
+
+def _data_files(base: str) -> list[str]:
+    return sorted(
+        str(p.relative_to(base))
+        for p in Path(base).rglob("*")
+        if p.is_file() and ".hoodie" not in p.parts and not p.name.startswith(".hoodie_")
+    )
+
+
+@pytest.mark.parametrize("with_markers", [True, False])
+def test_rollback_failed_commit(tmp_path: Path, with_markers: bool) -> None:
+    base, clock, good, bad = _failed_table(tmp_path, with_markers)
+    assert markers.markers_exist(LOCAL, base, bad) == with_markers
+    results = rollback_failed_writes(LOCAL, base, None, clock)
+    assert len(results) == 1
+    r = results[0]
+    assert r.rolled_back == bad and r.rolled_back_action == "commit" and not r.failed
+    assert _data_files(base) == [f"region=eu/aaaa-0_0-1-0_{good}.parquet"]
+    assert not markers.markers_exist(LOCAL, base, bad)
+    names = timeline_names(base)
+    assert not [n for n in names if n.startswith(bad)]  # the failed instant's files are gone
+    rt = r.instant.requested_time
+    assert f"{rt}.rollback.requested" in names and f"{rt}.rollback.inflight" in names
+    tl = ActiveTimeline.load(LOCAL, base)
+    assert (Path(base) / ".hoodie/timeline" / f"{rt}.rollback.inflight").read_bytes() == b""
+    meta = read_rollback_metadata(tl, tl.get(rt))  # type: ignore[arg-type]
+    assert meta["startRollbackTime"] == rt
+    assert meta["commitsRollback"] == [bad]
+    assert meta["instantsRollback"] == [{"commitTime": bad, "action": "commit"}]
+    assert meta["totalFilesDeleted"] == (3 if with_markers else 4)
+    assert set(meta["partitionMetadata"]) == {"region=eu", "region=us"}
+    us = meta["partitionMetadata"]["region=us"]
+    assert (
+        us["failedDeleteFiles"] == []
+        and us["rollbackLogFiles"] == {}
+        and us["logFilesFromFailedCommit"] == {}
+    )
+    assert all(p.startswith(base + "/region=") for p in us["successDeleteFiles"])
+    plan = read_rollback_plan(tl, rt)
+    assert plan["instantToRollback"] == {"commitTime": bad, "action": "commit"}
+    assert plan["version"] == 1
+    assert all(
+        r["fileId"] == "" and r["latestBaseInstant"] == "" and r["logBlocksToBeDeleted"] == {}
+        for r in plan["RollbackRequests"]
+    )
+    # writer schema in the container is the compiled-class schema, as Hudi writes it
+    data = (Path(base) / ".hoodie/timeline" / r.instant.file_name).read_bytes()
+    assert avro.container_schema_name(data) == "HoodieRollbackMetadata"
+    # idempotent: nothing left to roll back
+    assert rollback_failed_writes(LOCAL, base, tl, clock) == []
+
+
+@pytest.mark.parametrize("step", ["planned", "inflight", "files_deleted", "instant_deleted", "completed"])
+def test_crash_mid_rollback_is_completed_by_next_call(tmp_path: Path, step: str) -> None:
+    base, clock, good, bad = _failed_table(tmp_path)
+
+    def hook(s: str) -> None:
+        if s == step:
+            raise Crash(s)
+
+    with pytest.raises(Crash):
+        rollback_failed_writes(LOCAL, base, None, clock, hook=hook)
+    results = rollback_failed_writes(LOCAL, base, None, clock)
+    tl = ActiveTimeline.load(LOCAL, base)
+    rollbacks = list(tl.by_action("rollback"))
+    assert len(rollbacks) == 1 and rollbacks[0].is_completed  # one rollback, completed
+    if step != "completed":
+        assert [r.instant for r in results] == rollbacks
+    assert _data_files(base) == [f"region=eu/aaaa-0_0-1-0_{good}.parquet"]
+    assert tl.get(bad) is None
+    assert not markers.markers_exist(LOCAL, base, bad)
+    meta = read_rollback_metadata(tl, rollbacks[0])
+    assert meta["commitsRollback"] == [bad]
+
+
+def test_rollback_instant_on_metadata_table_path(tmp_path: Path) -> None:
+    # a pending deltacommit in a (fabricated) metadata table at <base>/.hoodie/metadata
+    base = make_table(tmp_path / "t")
+    mdt = make_table(Path(base) / ".hoodie" / "metadata", name="t_metadata", partitioned=False)
+    clock = Clock()
+    tl = ActiveTimeline.load(LOCAL, mdt)
+    t = clock()
+    inst = tl.transition_to_inflight(tl.create_requested("deltacommit", t), None)
+    files = Path(mdt) / "files"
+    files.mkdir()
+    (files / ".hoodie_partition_metadata").write_text("commitTime=0\npartitionDepth=1\n")
+    keep = files / ".files-0000-0_00000000000000000.log.1_0-0-0"
+    keep.write_bytes(b"x")
+    doomed = files / f".files-0000-0_{t}.log.1_2-39-107"
+    doomed.write_bytes(b"x")
+    markers.create_marker(LOCAL, mdt, t, "files", doomed.name, "APPEND")
+    r = rollback_instant(LOCAL, mdt, inst, clock)
+    assert not doomed.exists() and keep.exists()
+    tl = ActiveTimeline.load(LOCAL, mdt)
+    assert tl.get(t) is None
+    assert read_rollback_metadata(tl, r.instant)["partitionMetadata"]["files"]["successDeleteFiles"] == [
+        str(doomed)
+    ]
+    # the data table is untouched
+    assert ActiveTimeline.load(LOCAL, base).instants == ()
+
+
+def test_read_real_rollback_fixture(fixture_tables: dict[str, Path]) -> None:
+    base = str(fixture_tables[ROLLBACK_ZIP])
+    for b in (base, base + "/.hoodie/metadata"):
+        tl = ActiveTimeline.load(LOCAL, b)
+        rb = [i for i in tl.by_action("rollback") if i.state == State.COMPLETED]
+        assert len(rb) == 1
+        meta = read_rollback_metadata(tl, rb[0])
+        assert meta["commitsRollback"] == ["20260403184242950"]
+        assert meta["instantsRollback"] == [{"commitTime": "20260403184242950", "action": "deltacommit"}]
+        plan = read_rollback_plan(tl, rb[0].requested_time)
+        assert plan["instantToRollback"]["commitTime"] == "20260403184242950"
+        assert tl.get("20260403184242950") is None  # Hudi deleted the rolled-back instant's files
+        # our schema equals the writer schema Hudi stored, so our files have the same shape
+        raw = (Path(b) / ".hoodie/timeline" / rb[0].file_name).read_bytes()
+        assert avro.container_schema_json(raw) == avro.java_schema_json(
+            avro.schema_json("HoodieRollbackMetadata")
+        )
+        raw = (Path(b) / ".hoodie/timeline" / f"{rb[0].requested_time}.rollback.requested").read_bytes()
+        assert avro.container_schema_json(raw) == avro.java_schema_json(
+            avro.schema_json("HoodieRollbackPlan")
+        )
+        # re-encoding Hudi's record with our schema gives Hudi's bytes (past the header/sync marker)
+        rec = avro.read_single((Path(b) / ".hoodie/timeline" / rb[0].file_name).read_bytes())
+        theirs = (Path(b) / ".hoodie/timeline" / rb[0].file_name).read_bytes()
+        ours = avro.write_container(rec, "HoodieRollbackMetadata", sync_marker=theirs[-16:])
+        assert ours == theirs
+
+
+def test_hudi_rs_reads_table_after_rollback(tmp_path: Path) -> None:
+    hudi = pytest.importorskip("hudi")
+    base, clock, good, _bad = _failed_table(tmp_path)
+    rollback_failed_writes(LOCAL, base, None, clock)
+    import pyarrow as pa
+
+    batches = hudi.HudiTableBuilder.from_base_uri(base).build().read()
+    t = pa.Table.from_batches(batches)
+    assert sorted(t.column("id").to_pylist()) == ["k1", "k2"]
+    assert set(t.column("_hoodie_commit_time").to_pylist()) == {good}
+    shutil.rmtree(base)
