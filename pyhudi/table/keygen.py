@@ -1,0 +1,387 @@
+"""Hudi key generators on Arrow data: record keys and partition paths, vectorised with pyarrow.compute.
+
+Rules (Hudi 1.1, ``KeyGenUtils`` / ``*AvroKeyGenerator``; values are first turned into the string Java's
+``toString`` gives for the Avro value of the column):
+
+- SIMPLE: one record-key field, one partition field. A null or empty record key is an error.
+- COMPLEX: record key ``f1:v1,f2:v2`` (every field prefixed by its name, also when there is a single field:
+  table version 9 always encodes the field name; version 8 with ``hoodie.write.complex.keygen.new.encoding=true``
+  writes the bare value for a single field). A null value is written ``f:__null__``, an empty one
+  ``f:__empty__``; a key whose values are all null/empty is an error. Partition path ``v1/v2``.
+- NON_PARTITION: partition path ``""``; a single record-key field gives the bare value, several give the
+  complex encoding.
+- Partition values: null or empty -> ``__HIVE_DEFAULT_PARTITION__``. With
+  ``hoodie.datasource.write.partitionpath.urlencode=true`` values are escaped like Hive's
+  ``FileUtils.escapePathName`` (``%XX`` upper-case hex for control characters and ``"#%'*/:=?\\{[]^`` and DEL;
+  not ``java.net.URLEncoder``). Hive style (``hoodie.datasource.write.hive_style_partitioning=true``) prefixes
+  ``field=``. A value containing ``/`` (e.g. ``2026/11/21``) makes nested folders unless url-encoded.
+
+Value-to-string conversion (the Avro value's ``toString``): strings as is; integers in decimal; booleans
+``true``/``false``; dates ``yyyy-MM-dd`` (``LocalDate``); timestamps the epoch **microseconds** as a long (Spark
+writes ``timestamp-micros``; Hudi converts only when ``hoodie.datasource.write.keygenerator.consistent.logical
+.timestamp.enabled`` is set, which is not supported here); decimals ``BigDecimal.toString`` (plain notation,
+scale kept; ``E`` notation when the adjusted exponent is below -6); floats/doubles Java ``Float/Double.toString``
+(``1.0``, ``1.0E7``, ``1.0E-4``, ``NaN``, ``Infinity``).
+"""
+
+from __future__ import annotations
+
+import decimal
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TypeAlias
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pyhudi.errors import ConfigError, InvalidInputError
+
+# -- option names ----------------------------------------------------------------------------------------------
+RECORDKEY_FIELD = "hoodie.datasource.write.recordkey.field"
+PARTITIONPATH_FIELD = "hoodie.datasource.write.partitionpath.field"
+HIVE_STYLE = "hoodie.datasource.write.hive_style_partitioning"
+URL_ENCODE = "hoodie.datasource.write.partitionpath.urlencode"
+KEYGEN_TYPE = "hoodie.datasource.write.keygenerator.type"
+KEYGEN_CLASS = "hoodie.datasource.write.keygenerator.class"
+TABLE_KEYGEN_TYPE = "hoodie.table.keygenerator.type"
+TABLE_KEYGEN_CLASS = "hoodie.table.keygenerator.class"
+TABLE_RECORDKEY_FIELDS = "hoodie.table.recordkey.fields"
+TABLE_PARTITION_FIELDS = "hoodie.table.partition.fields"
+COMPLEX_NEW_ENCODING = "hoodie.write.complex.keygen.new.encoding"
+WRITE_TABLE_VERSION = "hoodie.write.table.version"
+CONSISTENT_LOGICAL_TS = "hoodie.datasource.write.keygenerator.consistent.logical.timestamp.enabled"
+
+SIMPLE = "SIMPLE"
+COMPLEX = "COMPLEX"
+NON_PARTITION = "NON_PARTITION"
+
+DEFAULT_PARTITION_PATH = "__HIVE_DEFAULT_PARTITION__"
+NULL_PLACEHOLDER = "__null__"
+EMPTY_PLACEHOLDER = "__empty__"
+
+_TYPE_ALIASES = {
+    "SIMPLE": SIMPLE,
+    "SIMPLE_AVRO": SIMPLE,
+    "COMPLEX": COMPLEX,
+    "COMPLEX_AVRO": COMPLEX,
+    "NON_PARTITION": NON_PARTITION,
+    "NON_PARTITION_AVRO": NON_PARTITION,
+    "NON_PARTITIONED": NON_PARTITION,
+}
+_CLASS_TYPES = {
+    "org.apache.hudi.keygen.SimpleKeyGenerator": SIMPLE,
+    "org.apache.hudi.keygen.SimpleAvroKeyGenerator": SIMPLE,
+    "org.apache.hudi.keygen.ComplexKeyGenerator": COMPLEX,
+    "org.apache.hudi.keygen.ComplexAvroKeyGenerator": COMPLEX,
+    "org.apache.hudi.keygen.NonpartitionedKeyGenerator": NON_PARTITION,
+    "org.apache.hudi.keygen.NonpartitionedAvroKeyGenerator": NON_PARTITION,
+}
+
+# Hive's FileUtils.escapePathName escapes these (all < 128).
+_ESCAPED = frozenset(
+    [
+        *(chr(c) for c in range(0x20)),
+        '"',
+        "#",
+        "%",
+        "'",
+        "*",
+        "/",
+        ":",
+        "=",
+        "?",
+        "\\",
+        "\x7f",
+        "{",
+        "[",
+        "]",
+        "^",
+    ]
+)
+_ESCAPE_REGEX = "[\\x00-\\x1f\"#%'*/:=?\\\\\\x7f{\\[\\]^]"
+
+Batch: TypeAlias = pa.RecordBatch | pa.Table
+
+
+def _split(value: str | None) -> tuple[str, ...]:
+    if not value:
+        return ()
+    return tuple(f.strip() for f in value.split(",") if f.strip())
+
+
+def _bool(options: Mapping[str, str], key: str, default: bool = False) -> bool:
+    v = options.get(key)
+    if v is None or str(v).strip() == "":
+        return default
+    s = str(v).strip().lower()
+    if s not in ("true", "false"):
+        raise ConfigError(f"{key}: expected true or false, got {v!r}")
+    return s == "true"
+
+
+def infer_type(record_key_fields: Sequence[str], partition_fields: Sequence[str]) -> str:
+    """Hudi's ``KeyGenUtils.inferKeyGeneratorType``."""
+    if not partition_fields:
+        return NON_PARTITION
+    if len(partition_fields) == 1 and len(record_key_fields) <= 1:
+        return SIMPLE
+    return COMPLEX
+
+
+@dataclass(frozen=True)
+class KeyGenerator:
+    """Computes ``_hoodie_record_key`` and ``_hoodie_partition_path`` for Arrow batches."""
+
+    type_name: str
+    record_key_fields: tuple[str, ...]
+    partition_fields: tuple[str, ...] = ()
+    hive_style_partitioning: bool = False
+    url_encode_partition_path: bool = False
+    encode_single_key_field_name: bool = True
+
+    def __post_init__(self) -> None:
+        if self.type_name not in (SIMPLE, COMPLEX, NON_PARTITION):
+            raise ConfigError(f"{TABLE_KEYGEN_TYPE}: unsupported key generator type {self.type_name!r}")
+        if not self.record_key_fields:
+            raise ConfigError(f"{RECORDKEY_FIELD} is required (auto-generated record keys are not supported)")
+        if self.type_name == SIMPLE:
+            if len(self.record_key_fields) != 1:
+                raise ConfigError(
+                    f"the SIMPLE key generator takes one record key field, got {list(self.record_key_fields)}"
+                    " (use COMPLEX)"
+                )
+            if len(self.partition_fields) != 1:
+                raise ConfigError(
+                    f"the SIMPLE key generator takes one partition path field, got {list(self.partition_fields)}"
+                )
+        if self.type_name == NON_PARTITION and self.partition_fields:
+            object.__setattr__(self, "partition_fields", ())
+
+    # -- construction ----------------------------------------------------------------------------------------
+    @staticmethod
+    def from_options(options: Mapping[str, str]) -> KeyGenerator:
+        """From Hudi write options (``hoodie.datasource.write.*``) or table config keys (``hoodie.table.*``)."""
+        rk = _split(options.get(RECORDKEY_FIELD) or options.get(TABLE_RECORDKEY_FIELDS))
+        pf_raw = options.get(PARTITIONPATH_FIELD)
+        if pf_raw is None:
+            pf_raw = options.get(TABLE_PARTITION_FIELDS)
+        pf = _split(pf_raw)
+        for f in pf:
+            if ":" in f:
+                raise ConfigError(
+                    f"{PARTITIONPATH_FIELD}: {f!r} is a CUSTOM key generator spec, which is not supported"
+                )
+        type_name: str | None = None
+        raw_type = options.get(KEYGEN_TYPE) or options.get(TABLE_KEYGEN_TYPE)
+        if raw_type:
+            type_name = _TYPE_ALIASES.get(raw_type.strip().upper())
+            if type_name is None:
+                raise ConfigError(f"{TABLE_KEYGEN_TYPE}: unsupported key generator type {raw_type!r}")
+        else:
+            cls = options.get(KEYGEN_CLASS) or options.get(TABLE_KEYGEN_CLASS)
+            if cls:
+                type_name = _CLASS_TYPES.get(cls.strip())
+                if type_name is None:
+                    raise ConfigError(f"{KEYGEN_CLASS}: unsupported key generator class {cls!r}")
+        if type_name is None:
+            type_name = infer_type(rk, pf)
+        if _bool(options, CONSISTENT_LOGICAL_TS):
+            raise ConfigError(f"{CONSISTENT_LOGICAL_TS}=true is not supported")
+        version = options.get(WRITE_TABLE_VERSION) or options.get("hoodie.table.version")
+        try:
+            table_version = int(version) if version else 9
+        except ValueError:
+            raise ConfigError(f"{WRITE_TABLE_VERSION}: not a number: {version!r}") from None
+        encode_single = table_version >= 9 or not _bool(options, COMPLEX_NEW_ENCODING)
+        return KeyGenerator(
+            type_name,
+            rk,
+            pf,
+            _bool(options, HIVE_STYLE),
+            _bool(options, URL_ENCODE),
+            encode_single,
+        )
+
+    # -- keys ------------------------------------------------------------------------------------------------
+    def record_keys(self, batch: Batch) -> pa.StringArray:
+        """``_hoodie_record_key`` of each row. Raises InvalidInputError for a null/empty key or missing column."""
+        fields = self.record_key_fields
+        complex_encoding = len(fields) > 1 or (
+            self.type_name == COMPLEX and self.encode_single_key_field_name
+        )
+        if not complex_encoding:
+            values = _column_strings(batch, fields[0], "record key")
+            _check_no_null_or_empty(values, fields[0])
+            return values
+        parts: list[pa.Array] = []
+        all_missing: pa.Array | None = None
+        for f in fields:
+            values = _column_strings(batch, f, "record key")
+            missing = _null_or_empty(values)
+            all_missing = missing if all_missing is None else pc.and_(all_missing, missing)
+            filled = pc.if_else(
+                pc.is_null(values),
+                pa.scalar(NULL_PLACEHOLDER),
+                pc.if_else(pc.equal(values, ""), pa.scalar(EMPTY_PLACEHOLDER), values),
+            )
+            parts.append(pc.binary_join_element_wise(pa.scalar(f + ":"), filled, ""))
+        assert all_missing is not None
+        if len(all_missing) and pc.any(all_missing).as_py():
+            row = _first_true(all_missing)
+            raise InvalidInputError(f"record key fields {list(fields)} are all null or empty at row {row}")
+        return _as_string_array(pc.binary_join_element_wise(*parts, ","), len(batch))
+
+    def partition_paths(self, batch: Batch) -> pa.StringArray:
+        """``_hoodie_partition_path`` of each row ("" for non-partitioned tables)."""
+        n = len(batch)
+        if not self.partition_fields:
+            return pa.array([""] * n, pa.string()) if n else pa.array([], pa.string())
+        parts = []
+        for f in self.partition_fields:
+            values = _column_strings(batch, f, "partition path")
+            missing = _null_or_empty(values)
+            if self.url_encode_partition_path:
+                values = escape_path_names(values)
+            values = pc.if_else(missing, pa.scalar(DEFAULT_PARTITION_PATH), values)
+            if self.hive_style_partitioning:
+                values = pc.binary_join_element_wise(pa.scalar(f + "="), values, "")
+            parts.append(values)
+        if len(parts) == 1:
+            return _as_string_array(parts[0], n)
+        return _as_string_array(pc.binary_join_element_wise(*parts, "/"), n)
+
+    def key_columns(self) -> tuple[str, ...]:
+        """Every column the generator reads."""
+        return tuple(dict.fromkeys(self.record_key_fields + self.partition_fields))
+
+
+# -- helpers ------------------------------------------------------------------------------------------------
+def _as_string_array(arr: pa.Array | pa.ChunkedArray, n: int) -> pa.StringArray:
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks() if arr.num_chunks else pa.array([], pa.string())
+    if arr.type != pa.string():
+        arr = arr.cast(pa.string())
+    assert len(arr) == n
+    return arr
+
+
+def _first_true(mask: pa.Array | pa.ChunkedArray) -> int:
+    return int(np.flatnonzero(np.asarray(mask.to_numpy(zero_copy_only=False), dtype=bool))[0])
+
+
+def _null_or_empty(values: pa.Array) -> pa.Array:
+    return pc.fill_null(pc.equal(values, ""), True)
+
+
+def _check_no_null_or_empty(values: pa.Array, field: str) -> None:
+    if len(values) == 0:
+        return
+    if values.null_count:
+        raise InvalidInputError(
+            f"record key field {field!r} is null at row {_first_true(pc.is_null(values))}"
+        )
+    empty = pc.equal(values, "")
+    if pc.any(empty).as_py():
+        raise InvalidInputError(f"record key field {field!r} is empty at row {_first_true(empty)}")
+
+
+def _get_column(batch: Batch, name: str, what: str) -> pa.Array:
+    schema = batch.schema
+    if schema.get_field_index(name) >= 0:
+        col = batch.column(name)
+    elif "." in name and schema.get_field_index(name.split(".")[0]) >= 0:
+        parts = name.split(".")
+        col = batch.column(parts[0])
+        for p in parts[1:]:
+            if not pa.types.is_struct(col.type) or col.type.get_field_index(p) < 0:
+                raise InvalidInputError(f"{what} field {name!r} is not a column of the input")
+            col = pc.struct_field(col, p)
+    else:
+        raise InvalidInputError(f"{what} field {name!r} is not a column of the input")
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks() if col.num_chunks else pa.array([], col.type)
+    return col
+
+
+def _column_strings(batch: Batch, name: str, what: str) -> pa.Array:
+    return to_hudi_strings(_get_column(batch, name, what), name)
+
+
+def to_hudi_strings(arr: pa.Array, name: str = "value") -> pa.Array:
+    """The string Hudi's key generators make of each value (Java toString of the Avro value); nulls stay null."""
+    t = arr.type
+    if pa.types.is_dictionary(t):
+        arr = arr.dictionary_decode()
+        t = arr.type
+    if pa.types.is_string(t):
+        return arr
+    if pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return arr.cast(pa.string())
+    if pa.types.is_integer(t) or pa.types.is_boolean(t) or pa.types.is_date32(t):
+        return arr.cast(pa.string())
+    if pa.types.is_date64(t):
+        return arr.cast(pa.date32()).cast(pa.string())
+    if pa.types.is_timestamp(t):
+        micros = arr.cast(pa.timestamp("us", t.tz), safe=False).cast(pa.int64())
+        return micros.cast(pa.string())
+    if pa.types.is_decimal(t):
+        if 0 <= t.scale <= 6:
+            return arr.cast(pa.string())
+        return pa.array([None if v is None else _java_bigdecimal(v) for v in arr.to_pylist()], pa.string())
+    if pa.types.is_floating(t):
+        single = pa.types.is_float32(t) or pa.types.is_float16(t)
+        vals = arr.to_pylist()
+        return pa.array([None if v is None else java_float_str(v, single) for v in vals], pa.string())
+    raise InvalidInputError(f"column {name!r} of type {t} cannot be used in a record key or partition path")
+
+
+def _java_bigdecimal(v: decimal.Decimal) -> str:
+    # Python's Decimal.__str__ follows the same specification as java.math.BigDecimal.toString
+    return str(v)
+
+
+def java_float_str(v: float, single: bool = False) -> str:
+    """Java ``Double.toString`` (or ``Float.toString``), using the shortest round-tripping digits."""
+    if math.isnan(v):
+        return "NaN"
+    if math.isinf(v):
+        return "Infinity" if v > 0 else "-Infinity"
+    if v == 0:
+        return "-0.0" if math.copysign(1.0, v) < 0 else "0.0"
+    sign = "-" if v < 0 else ""
+    a = abs(v)
+    text = np.format_float_scientific(np.float32(a), unique=True) if single else repr(float(a))
+    d = decimal.Decimal(text)
+    digits = "".join(map(str, d.as_tuple().digits)).rstrip("0") or "0"
+    exp10 = d.adjusted()  # a = 0.d1d2... * 10^(exp10+1)
+    if 1e-3 <= a < 1e7:
+        if exp10 >= 0:
+            int_part = digits[: exp10 + 1].ljust(exp10 + 1, "0")
+            frac = digits[exp10 + 1 :] or "0"
+        else:
+            int_part = "0"
+            frac = "0" * (-exp10 - 1) + digits
+        return f"{sign}{int_part}.{frac}"
+    mantissa = digits[0] + "." + (digits[1:] or "0")
+    return f"{sign}{mantissa}E{exp10}"
+
+
+def escape_path_name(value: str) -> str:
+    """Hive/Hudi ``escapePathName`` of one value (no default-partition substitution)."""
+    return "".join(f"%{ord(c):02X}" if c in _ESCAPED else c for c in value)
+
+
+def escape_path_names(values: pa.Array) -> pa.Array:
+    """Vectorised ``escapePathName``: only rows that need escaping go through Python."""
+    if len(values) == 0:
+        return values
+    needs = pc.fill_null(pc.match_substring_regex(values, _ESCAPE_REGEX), False)
+    if not pc.any(needs).as_py():
+        return values
+    idx = np.flatnonzero(np.asarray(needs.to_numpy(zero_copy_only=False), dtype=bool))
+    py = values.to_pylist()
+    for i in idx:
+        py[i] = escape_path_name(py[i])
+    return pa.array(py, pa.string())
