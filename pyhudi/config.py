@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from pyhudi.errors import ConfigError
+from pyhudi.table.keygen import infer_type as infer_keygen_type
 
 # -- operation and keys -------------------------------------------------------------------------------------
 OPERATION = "hoodie.datasource.write.operation"
@@ -47,7 +48,7 @@ METADATA_ENABLE = "hoodie.metadata.enable"
 OPERATIONS = ("insert", "upsert", "delete", "bulk_insert")
 INDEX_TYPES = ("SIMPLE", "GLOBAL_SIMPLE")
 MERGE_MODES = ("EVENT_TIME_ORDERING", "COMMIT_TIME_ORDERING")
-KEYGEN_TYPES = ("SIMPLE", "COMPLEX", "NON_PARTITIONED")
+KEYGEN_TYPES = ("SIMPLE", "COMPLEX", "NON_PARTITION", "NON_PARTITIONED")
 
 DEFAULTS: dict[str, str] = {
     OPERATION: "upsert",
@@ -140,8 +141,7 @@ class WriteConfig:
             raise ConfigError(f"option {RECORDKEY_FIELD} is required (the record key column or columns)")
         pf = _fields(o.get(PARTITIONPATH_FIELD))
         ordering = _fields(o.get(ORDERING_FIELDS) or o.get(PRECOMBINE_FIELD))
-        keygen_default = "NON_PARTITIONED" if not pf else ("SIMPLE" if len(rk) == 1 and len(pf) == 1 else "COMPLEX")
-        o.setdefault(KEYGENERATOR_TYPE, keygen_default)
+        o.setdefault(KEYGENERATOR_TYPE, infer_keygen_type(rk, pf))
         keygen = _choice(o, KEYGENERATOR_TYPE, KEYGEN_TYPES)
         if keygen == "SIMPLE" and (len(rk) != 1 or len(pf) > 1):
             raise ConfigError(

@@ -41,7 +41,7 @@ def _read_input(spark: Any, path: str) -> Any:
                 table = pjson.read_json(f)
             else:
                 table = pq.read_table(f)
-        except Exception as e:  # noqa: BLE001 - any parse failure is bad input
+        except Exception as e:
             raise InvalidInputError(f"cannot read input {path}: {e}") from None
     return spark.createDataFrame(table)
 

@@ -119,10 +119,11 @@ class HFileReader:
             | (self._block_offsets > los - self._block_sizes)
         )
         if bad.any():
-            e = self.block_index[int(np.argmax(bad))]
+            bad_entry = self.block_index[int(np.argmax(bad))]
             raise CorruptFileError(
                 path,
-                f"data block index entry (offset {e.offset}, size {e.size}) lies outside the data section",
+                f"data block index entry (offset {bad_entry.offset}, size {bad_entry.size}) "
+                "lies outside the data section",
                 los,
             )
         self._first_rows = [e.key for e in self.block_index]

@@ -22,7 +22,7 @@ _FILES_SCHEMA = "partition string, file_id string, path string"
 _KEYS_SCHEMA = f"__key string, {LOC_PARTITION_COL} string, {LOC_FILE_ID_COL} string"
 
 
-def read_keys_task(storage: Storage, base_path: str):  # type: ignore[no-untyped-def]
+def read_keys_task(storage: Storage, base_path: str):
     """A mapInArrow function: (partition, file_id, path) rows -> the record keys stored in each base file."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

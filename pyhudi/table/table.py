@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 
-def _read_files_task(storage: Storage, base_path: str, schema: pa.Schema, start: str | None, end: str | None):  # type: ignore[no-untyped-def]
+def _read_files_task(storage: Storage, base_path: str, schema: pa.Schema, start: str | None, end: str | None):
     """mapInArrow function: rows of base files (paths relative to the table), optionally only records whose
     commit time lies in (start, end]."""
 
@@ -226,7 +226,7 @@ class Table:
         if as_of is not None and not tl.completed().contains(as_of):
             raise InvalidInputError(f"{self.base_path}: no completed instant {as_of} to read as of")
         view = FileSystemView.from_listing(self.storage, self.base_path, tl)
-        files = [fs.base_file_path for fs in view.latest_file_slices(None, as_of=as_of) if fs.base_file is not None]
+        files = [f.relative_path for f in view.latest_base_files(as_of=as_of)]
         return self._read_files(spark, files, None, None)
 
     def read_incremental(self, start: str, end: str | None = None, spark: SparkSession | None = None) -> DataFrame:
@@ -236,7 +236,7 @@ class Table:
         spark = spark or get_spark()
         tl = self.timeline()
         view = FileSystemView.from_listing(self.storage, self.base_path, tl)
-        files = [fs.base_file_path for fs in view.latest_file_slices(None, as_of=end) if fs.base_file is not None]
+        files = [f.relative_path for f in view.latest_base_files(as_of=end)]
         return self._read_files(spark, files, start, end)
 
     def _read_files(self, spark: SparkSession, files: list[str], start: str | None, end: str | None) -> DataFrame:
@@ -256,9 +256,8 @@ class Table:
         view = FileSystemView.from_listing(self.storage, self.base_path, tl)
         schema = with_meta(self.schema()) if tl.completed_commits() else None
         tables = [
-            base_file.read_base_file(self.storage, posixpath.join(self.base_path, fs.base_file_path))
-            for fs in view.latest_file_slices(None, as_of=as_of)
-            if fs.base_file is not None
+            base_file.read_base_file(self.storage, posixpath.join(self.base_path, f.relative_path))
+            for f in view.latest_base_files(as_of=as_of)
         ]
         if schema is None:
             return pa.table({})

@@ -59,8 +59,9 @@ class WriteJob:
 
     def latest_base_files(self, partitions: list[str] | None) -> list[tuple[str, str, str]]:
         """(partition, file id, relative path) of the latest base file of every file group."""
-        out = []
-        for fs in self.view.latest_file_slices(partitions):
-            if fs.base_file is not None:
-                out.append((fs.partition, fs.file_id, fs.base_file_path))
-        return out
+        wanted = None if partitions is None else set(partitions)
+        return [
+            (f.partition, f.file_id, f.relative_path)
+            for f in self.view.latest_base_files()
+            if wanted is None or f.partition in wanted
+        ]

@@ -25,9 +25,6 @@ from pyhudi.table import base_file, filenames, markers
 from pyhudi.table.schema import (
     COMMIT_SEQNO_COL,
     COMMIT_TIME_COL,
-    FILE_NAME_COL,
-    META_COLUMNS,
-    PARTITION_PATH_COL,
     RECORD_KEY_COL,
     with_meta,
 )
@@ -63,7 +60,7 @@ class WriteContext:
     data_schema: pa.Schema  # the table's columns without meta columns, in table order
     ordering_fields: tuple[str, ...]
     event_time_ordering: bool
-    compression: str
+    parquet_options: dict[str, str]
     buckets: dict[int, Bucket]
     sort_by_key: bool = False
     fault: str | None = None  # test hook: raise in the task at this point ("after_write")
@@ -90,10 +87,10 @@ def write_bucket(ctx: WriteContext, incoming: pa.Table) -> pa.Table:
     file_name = filenames.make_base_file_name(bucket.file_id, token, ctx.instant)
     rel_path = posixpath.join(bucket.partition, file_name) if bucket.partition else file_name
     full_path = posixpath.join(ctx.base_path, rel_path)
-    filenames.ensure_partition_metadata(ctx.storage, ctx.base_path, bucket.partition, ctx.instant)
+    filenames.write_partition_metadata(ctx.storage, ctx.base_path, bucket.partition, ctx.instant)
     markers.create_marker(
         ctx.storage, ctx.base_path, ctx.instant, bucket.partition, file_name,
-        "MERGE" if bucket.kind == UPDATE else "CREATE",
+        markers.IOType.MERGE if bucket.kind == UPDATE else markers.IOType.CREATE,
     )
     new = _align(incoming, ctx.data_schema)
     ops = incoming.column(OP_COL).combine_chunks()
@@ -113,24 +110,31 @@ def write_bucket(ctx: WriteContext, incoming: pa.Table) -> pa.Table:
             new, keys = new.take(order), keys.take(order)
         out = new
         inserted, updated, deleted = keys, pa.array([], pa.string()), pa.array([], pa.string())
-    out = _with_meta(ctx, out, keys_for_new=None, part_id=part_id, file_name=file_name, bucket=bucket)
-    size = base_file.write_base_file(ctx.storage, full_path, out, compression=ctx.compression)
+    out = _meta_for_new(out, keys if bucket.kind == INSERT else None)
+    written = base_file.write_base_file(
+        ctx.storage,
+        full_path,
+        out,
+        instant_time=ctx.instant,
+        partition_path=bucket.partition,
+        task_partition_id=part_id,
+        options=ctx.parquet_options,
+    )
     if ctx.fault == "after_write":
         raise RuntimeError("injected fault after writing a data file")
-    rk = out.column(RECORD_KEY_COL)
     return status_row(
         partition=bucket.partition,
         file_id=bucket.file_id,
         path=rel_path,
         prev_commit=bucket.prev_commit,
         prev_base_file=bucket.base_file,
-        num_writes=out.num_rows,
+        num_writes=written.num_rows,
         num_inserts=len(inserted),
         num_updates=len(updated),
         num_deletes=len(deleted),
-        file_size=size,
-        min_key=pc.min(rk).as_py() if out.num_rows else None,
-        max_key=pc.max(rk).as_py() if out.num_rows else None,
+        file_size=written.size_bytes,
+        min_key=written.min_record_key,
+        max_key=written.max_record_key,
         runtime_ms=int((time.monotonic() - t0) * 1000),
         inserted_keys=inserted.to_pylist(),
         updated_keys=updated.to_pylist(),
@@ -186,7 +190,7 @@ def _merge(
     ins = np.flatnonzero(~seen & ~is_del)
     # stored rows in place (replaced by incoming when it wins), then new keys appended
     src_old = np.flatnonzero(~dropped)
-    new_full = _align(new, old.schema)
+    new_full = _align(new.append_column(RECORD_KEY_COL, keys), old.schema)
     new_full = _mark_new(new_full, np.ones(new.num_rows, bool))
     old_m = _mark_new(old, np.zeros(n_old, bool))
     combined = pa.concat_tables([old_m, new_full])
@@ -206,36 +210,20 @@ def _mark_new(t: pa.Table, flags: np.ndarray) -> pa.Table:
     return t.append_column(_NEW_FLAG, pa.array(flags, pa.bool_()))
 
 
-def _with_meta(
-    ctx: WriteContext, t: pa.Table, keys_for_new: None, part_id: int, file_name: str, bucket: Bucket
-) -> pa.Table:
-    """Fill the meta columns: new records get this commit's time and sequence numbers; all get the file name."""
-    n = t.num_rows
+def _meta_for_new(t: pa.Table, insert_keys: pa.Array | None) -> pa.Table:
+    """Data plus the meta columns the base-file writer keeps: records new in this commit get null commit time
+    and sequence number (filled in by the writer), carried-over records keep theirs."""
     if _NEW_FLAG in t.column_names:
-        is_new = t.column(_NEW_FLAG).to_numpy(zero_copy_only=False)
+        is_new = t.column(_NEW_FLAG).combine_chunks()
         t = t.drop_columns([_NEW_FLAG])
-    else:
-        is_new = np.ones(n, bool)
-    rank = np.cumsum(is_new) - 1
-    prefix = f"{ctx.instant}_{part_id}_"
-    seq_new = pc.binary_join_element_wise(prefix, pa.array(rank, pa.int64()).cast(pa.string()), "")
-    commit_time = t.column(COMMIT_TIME_COL) if COMMIT_TIME_COL in t.column_names else pa.nulls(n, pa.string())
-    seqno = t.column(COMMIT_SEQNO_COL) if COMMIT_SEQNO_COL in t.column_names else pa.nulls(n, pa.string())
-    mask = pa.array(is_new)
-    commit_time = pc.if_else(mask, pa.scalar(ctx.instant), commit_time)
-    seqno = pc.if_else(mask, seq_new, seqno)
-    rk = t.column(RECORD_KEY_COL)
-    pp = pc.if_else(mask, pa.scalar(bucket.partition), t.column(PARTITION_PATH_COL)) if n else t.column(PARTITION_PATH_COL)
-    data = _align(t, ctx.data_schema)
-    meta = {
-        COMMIT_TIME_COL: commit_time,
-        COMMIT_SEQNO_COL: seqno,
-        RECORD_KEY_COL: rk,
-        PARTITION_PATH_COL: pp,
-        FILE_NAME_COL: pa.array([file_name] * n, pa.string()),
-    }
-    arrays = [meta[c] for c in META_COLUMNS] + list(data.columns)
-    return pa.Table.from_arrays(arrays, schema=with_meta(ctx.data_schema))
+        n = t.num_rows
+        keep = pc.invert(is_new)
+        ct = pc.if_else(keep, t.column(COMMIT_TIME_COL), pa.nulls(n, pa.string()))
+        sq = pc.if_else(keep, t.column(COMMIT_SEQNO_COL), pa.nulls(n, pa.string()))
+        t = t.set_column(t.schema.get_field_index(COMMIT_TIME_COL), COMMIT_TIME_COL, ct)
+        return t.set_column(t.schema.get_field_index(COMMIT_SEQNO_COL), COMMIT_SEQNO_COL, sq)
+    assert insert_keys is not None
+    return t.append_column(RECORD_KEY_COL, insert_keys)
 
 
 def empty_status() -> pa.Table:

@@ -23,7 +23,13 @@ from pyhudi.errors import InvalidInputError
 from pyhudi.index.base import LOC_FILE_ID_COL, LOC_PARTITION_COL, index_for
 from pyhudi.spark.errors import task_errors
 from pyhudi.table.keygen import KeyGenerator
-from pyhudi.table.schema import IS_DELETED_COL, META_COLUMNS, PARTITION_PATH_COL, RECORD_KEY_COL, avro_schema_json
+from pyhudi.table.schema import (
+    IS_DELETED_COL,
+    META_COLUMNS,
+    PARTITION_PATH_COL,
+    RECORD_KEY_COL,
+    avro_schema_json,
+)
 from pyhudi.write.context import WriteJob
 from pyhudi.write.executor import (
     BUCKET_COL,
@@ -36,7 +42,7 @@ from pyhudi.write.executor import (
     WriteContext,
     write_bucket,
 )
-from pyhudi.write.status import NULL_COMMIT, STAT_COLUMNS, WRITE_STATUS_SCHEMA, WriteStat
+from pyhudi.write.status import STAT_COLUMNS, WRITE_STATUS_SCHEMA, WriteStat
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -71,7 +77,7 @@ class WriteResult:
         }
 
 
-def prepare_task(keygen: KeyGenerator, delete_all: bool, data_cols: list[str]):  # type: ignore[no-untyped-def]
+def prepare_task(keygen: KeyGenerator, delete_all: bool, data_cols: list[str]):
     """mapInArrow function: compute record key, partition path and the per-record operation."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -141,7 +147,7 @@ class WriteProducer:
             for c in cols:
                 if c not in names:
                     raise InvalidInputError(f"input has no {what} column {c!r} (columns: {', '.join(data_cols)})")
-        keygen = KeyGenerator.from_write_config(cfg)
+        keygen = KeyGenerator.from_options(cfg.options)
         out_schema = pa.schema(
             [*[job.data_schema.field(c) if c in job.data_schema.names else _arrow_field(df, c) for c in data_cols],
              pa.field(RECORD_KEY_COL, pa.string()), pa.field(PARTITION_PATH_COL, pa.string()),
@@ -164,7 +170,7 @@ class WriteProducer:
     def tag(self, prepared: DataFrame) -> DataFrame:
         from pyspark.sql import functions as F
 
-        if not self.uses_index or not self.job.view.has_files():
+        if not self.uses_index or not self.job.view.latest_base_files():
             return prepared.withColumn(LOC_PARTITION_COL, F.lit(None).cast("string")).withColumn(
                 LOC_FILE_ID_COL, F.lit(None).cast("string")
             )
@@ -184,13 +190,13 @@ class WriteProducer:
         job, cfg = self.job, self.cfg
         buckets: list[Bucket] = []
         by_fg: dict[tuple[str, str], Bucket] = {}
-        slices = {(fs.partition, fs.file_id): fs for fs in job.view.latest_file_slices(None)} if (
-            job.view.has_files()) else {}
+        slices = {(fs.partition, fs.file_id): fs for fs in job.view.latest_file_slices()}
 
         def update_bucket(part: str, fid: str) -> Bucket:
             if (part, fid) not in by_fg:
                 fs = slices[(part, fid)]
-                b = Bucket(len(buckets), UPDATE, part, fid, fs.base_file_name, fs.base_instant)
+                assert fs.base_file is not None
+                b = Bucket(len(buckets), UPDATE, part, fid, fs.base_file.file_name, fs.base_instant)
                 buckets.append(b)
                 by_fg[(part, fid)] = b
             return by_fg[(part, fid)]
@@ -208,8 +214,9 @@ class WriteProducer:
             targets: list[tuple[Bucket, int]] = []
             remaining = n
             if self.fills_small_files:
-                for fs in sorted(job.view.small_base_files(part, cfg.small_file_limit), key=lambda f: f.base_file_size):
-                    cap = (cfg.max_file_size - fs.base_file_size) // avg
+                small = [f for f in job.view.latest_base_files(part) if f.size < cfg.small_file_limit]
+                for fs in sorted(small, key=lambda f: f.size):
+                    cap = (cfg.max_file_size - fs.size) // avg
                     if cap <= 0 or remaining <= 0:
                         continue
                     take = min(cap, remaining)
@@ -234,7 +241,7 @@ class WriteProducer:
         for inst in reversed(list(tl.completed_commits())):
             try:
                 md = tl.read_commit_metadata(inst)
-            except Exception:  # noqa: BLE001 - an unreadable old commit only loses the estimate
+            except Exception:
                 continue
             nbytes = nrec = 0
             for stats in (md.get("partitionToWriteStats") or {}).values():
@@ -282,7 +289,7 @@ class WriteProducer:
             data_schema=job.data_schema,
             ordering_fields=self.cfg.ordering_fields,
             event_time_ordering=self.cfg.merge_mode == "EVENT_TIME_ORDERING",
-            compression=self.cfg.parquet_compression,
+            parquet_options={"hoodie.parquet.compression.codec": self.cfg.parquet_compression},
             buckets={b.id: b for b in buckets},
             sort_by_key=self.sort_by_key,
             fault=self._fault_value(),
