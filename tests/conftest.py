@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
-import os
 
 from tests.paths import HFILE_VECTORS, SHARED_FIXTURES, TABLE_ZIPS_DIR
 

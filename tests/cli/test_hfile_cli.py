@@ -14,8 +14,8 @@ from click.testing import CliRunner
 
 from pyhudi.cli.main import main
 from pyhudi.hfile import HFileReader
-
 from tests.paths import HFILE_VECTORS as VECTORS
+
 GZ_20000 = VECTORS / "hudi_1_0_hbase_2_4_9_16KB_GZ_20000.hfile"
 
 

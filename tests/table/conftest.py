@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from tests.paths import TABLE_ZIPS_DIR as FIXTURES
+
 ZIPS = sorted(p.name for p in FIXTURES.glob("*.zip")) if FIXTURES.is_dir() else []
 
 
