@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import click
@@ -44,20 +43,6 @@ def _read_input(spark: Any, path: str) -> Any:
         except Exception as e:
             raise InvalidInputError(f"cannot read input {path}: {e}") from None
     return spark.createDataFrame(table)
-
-
-class _Progress:
-    """Stage progress on a terminal (stderr); silent otherwise and with --json."""
-
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled and sys.stderr.isatty()
-
-    def __call__(self, stage: str, pct: float) -> None:
-        if self.enabled:
-            sys.stderr.write(f"\r{stage:<10} {pct:5.1f}%")
-            sys.stderr.flush()
-            if pct >= 100:
-                sys.stderr.write("\n")
 
 
 @click.command()
@@ -106,7 +91,7 @@ def write(
         from pyspark.sql.pandas.types import to_arrow_schema
 
         t = Table.create(table, to_arrow_schema(df.schema), opts)
-    result = t.write(df, operation=operation, options=opts)
+    result = t.write(df, operation=operation, options=opts, progress=not as_json)
     d = result.to_dict()
     if as_json:
         emit_json(d)

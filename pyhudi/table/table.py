@@ -13,6 +13,7 @@ from pyhudi import config as C
 from pyhudi.errors import ConfigError, InvalidInputError, PyHudiError
 from pyhudi.io.storage import Storage
 from pyhudi.spark.errors import task_errors
+from pyhudi.spark.progress import Progress
 from pyhudi.table import base_file, markers
 from pyhudi.table.clean import clean as run_clean
 from pyhudi.table.fsview import FileSystemView
@@ -160,8 +161,13 @@ class Table:
         df: DataFrame,
         operation: str = "upsert",
         options: Mapping[str, str] | None = None,
+        *,
+        progress: bool = False,
     ) -> WriteResult:
-        """Write a Spark DataFrame with ``operation`` (insert, upsert, delete, bulk_insert)."""
+        """Write a Spark DataFrame with ``operation`` (insert, upsert, delete, bulk_insert).
+
+        ``progress`` shows the stage and the share of its Spark tasks done on a terminal (stderr).
+        """
         import time
 
         t0 = time.perf_counter()
@@ -200,18 +206,22 @@ class Table:
                                                                "extraMetadata": {}, "version": None,
                                                                "operationType": PRODUCERS[wc.operation].operation_type})
         producer = PRODUCERS[wc.operation](job)
-        try:
-            result = producer.run(df)
-            with job.timed("commit"):
-                metadata = producer.commit_metadata(result.stats)
-                timeline.complete(inflight, metadata, gen.next(floor=instant))
-                markers.delete_markers(self.storage, self.base_path, instant)
-        finally:
-            producer.unpersist()
-        if wc.auto_clean:
-            with job.timed("clean"):
-                tl = self.timeline()
-                run_clean(self.storage, self.base_path, tl, wc.cleaner_commits_retained, gen.next(floor=tl.latest_time()))
+        job.progress = Progress(spark, enabled=progress)
+        with job.progress:
+            try:
+                result = producer.run(df)
+                with job.timed("commit"):
+                    metadata = producer.commit_metadata(result.stats)
+                    timeline.complete(inflight, metadata, gen.next(floor=instant))
+                    markers.delete_markers(self.storage, self.base_path, instant)
+            finally:
+                producer.unpersist()
+            if wc.auto_clean:
+                with job.timed("clean"):
+                    tl = self.timeline()
+                    run_clean(
+                        self.storage, self.base_path, tl, wc.cleaner_commits_retained, gen.next(floor=tl.latest_time())
+                    )
         job.timings["total"] = time.perf_counter() - t0
         result.timings = job.timings
         return result

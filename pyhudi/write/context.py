@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
 
+    from pyhudi.spark.progress import Progress
     from pyhudi.table.fsview import FileSystemView
     from pyhudi.table.timeline import ActiveTimeline
 
@@ -32,6 +33,7 @@ class WriteJob:
     view: FileSystemView
     data_schema: pa.Schema
     timings: dict[str, float] = field(default_factory=dict)
+    progress: Progress | None = None
     prepared: DataFrame | None = None
     _partitions: list[str] | None = None
 
@@ -45,7 +47,11 @@ class WriteJob:
     def timed(self, stage: str) -> Iterator[None]:
         t0 = time.perf_counter()
         try:
-            yield
+            if self.progress is not None:
+                with self.progress.stage(stage):
+                    yield
+            else:
+                yield
         finally:
             self.timings[stage] = self.timings.get(stage, 0.0) + time.perf_counter() - t0
 
