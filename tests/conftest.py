@@ -51,3 +51,12 @@ def spark():  # type: ignore[no-untyped-def]
     session = get_spark(master)
     yield session
     session.stop()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """The read-compatibility fixtures are part of the test suite: refuse to run silently without them."""
+    if not TABLE_ZIPS_DIR.is_dir() or not HFILE_VECTORS.is_dir():
+        raise pytest.UsageError(
+            f"shared fixtures not found at {SHARED_FIXTURES} (expected shared/ beside the repository); "
+            "set PYHUDI_SHARED to the shared/ folder"
+        )
