@@ -16,13 +16,13 @@ import numpy as np
 import pyarrow as pa
 
 
-def sample(n: int, rng: np.random.Generator, days: int = 30, keys: list[str] | None = None) -> pa.Table:
+def sample(n: int, rng: np.random.Generator, days: int = 30) -> pa.Table:
     day = rng.integers(0, days, size=n)
     dates = np.datetime64("2026-10-01") + day.astype("timedelta64[D]")
     part = [str(d).replace("-", "/") for d in dates]
     return pa.table(
         {
-            "uuid": keys if keys is not None else [str(uuid.UUID(bytes=rng.bytes(16), version=4)) for _ in range(n)],
+            "uuid": [str(uuid.UUID(bytes=rng.bytes(16), version=4)) for _ in range(n)],
             "ts": pa.array(rng.integers(1_790_000_000_000, 1_800_000_000_000, size=n), pa.int64()),
             "rider": [f"rider-{i % 997:03d}" for i in rng.integers(0, 10_000, size=n)],
             "fare": pa.array(np.round(rng.uniform(3, 120, size=n), 2)),
@@ -55,10 +55,11 @@ def main() -> int:
     print(f"bulk_insert  {r1.instant}: {r1.inserted} inserted into {r1.files_written} files "
           f"in {r1.partitions} partitions ({r1.timings['total']:.1f}s)", flush=True)
     m = max(1, n // 10)
-    upd_keys = first.column("uuid").take(pa.array(rng.choice(n, size=m // 2, replace=False))).to_pylist()
-    updates = sample(len(upd_keys), rng, keys=upd_keys)
-    updates = updates.set_column(1, "ts", pa.array(np.full(len(upd_keys), 1_900_000_000_000), pa.int64()))
-    inserts = sample(m - len(upd_keys), rng)
+    # half updates of existing records (same key and partition, later event time, new fare), half new records
+    updates = first.take(pa.array(rng.choice(n, size=m // 2, replace=False)))
+    updates = updates.set_column(1, "ts", pa.array(np.full(len(updates), 1_900_000_000_000), pa.int64()))
+    updates = updates.set_column(3, "fare", pa.array(np.round(rng.uniform(3, 120, size=len(updates)), 2)))
+    inserts = sample(m - len(updates), rng)
     batch = pa.concat_tables([updates, inserts])
     t0 = time.perf_counter()
     r2 = t.write(spark.createDataFrame(batch), "upsert", opts)
@@ -66,11 +67,12 @@ def main() -> int:
           f"in {r2.files_written} files ({time.perf_counter() - t0:.1f}s; tag {r2.timings.get('tag', 0):.1f}s)",
           flush=True)
     total = t.read(spark).count()
+    ok = total == n + len(inserts) and r2.updated == len(updates) and r2.inserted == len(inserts)
     print(f"table now holds {total} records (expected {n + len(inserts)}); timeline:")
     for i in t.timeline():
         print(f"  {i.requested_time}  {i.action:<12} {i.state.name}")
     spark.stop()
-    return 0 if total == n + len(inserts) else 1
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -113,6 +113,7 @@ class WriteProducer:
     def __init__(self, job: WriteJob) -> None:
         self.job = job
         self.cfg = job.config
+        self._persisted: list[DataFrame] = []
 
     # -- driver-side pipeline -------------------------------------------------------------------------
     def run(self, df: DataFrame) -> WriteResult:
@@ -122,7 +123,9 @@ class WriteProducer:
                 prepared = self.prepare(df)
                 job.prepared = prepared
             with job.timed("tag"):
-                tagged = self.tag(prepared)
+                # tagged records feed both the planning counts and the write: compute them once
+                tagged = self.tag(prepared).persist(_storage_level())
+                self._persisted.append(tagged)
                 counts = self.count(tagged)
             with job.timed("plan"):
                 buckets = self.plan(counts)
@@ -302,7 +305,8 @@ class WriteProducer:
         out = assigned.repartition(n, BUCKET_COL).groupBy(BUCKET_COL).applyInArrow(
             run, from_arrow_schema(WRITE_STATUS_SCHEMA)
         )
-        self.status_df = out.persist()
+        self.status_df = out.persist(_storage_level())
+        self._persisted.append(self.status_df)
         rows = self.status_df.select(*STAT_COLUMNS).collect()
         return [WriteStat.from_row(r) for r in rows]
 
@@ -345,9 +349,15 @@ class WriteProducer:
             time.sleep(3600)
 
     def unpersist(self) -> None:
-        df = getattr(self, "status_df", None)
-        if df is not None:
+        for df in self._persisted:
             df.unpersist()
+        self._persisted.clear()
+
+
+def _storage_level() -> Any:
+    from pyspark import StorageLevel
+
+    return StorageLevel.MEMORY_AND_DISK
 
 
 def _arrow_field(df: DataFrame, col: str) -> pa.Field:
