@@ -85,12 +85,7 @@ def write(
     C.WriteConfig.from_options(opts)  # reject bad options before starting Spark
     spark = get_spark()
     df = _read_input(spark, input_path)
-    if Table.exists(table):
-        t = Table.open(table)
-    else:
-        from pyspark.sql.pandas.types import to_arrow_schema
-
-        t = Table.create(table, to_arrow_schema(df.schema), opts)
+    t = Table.for_dataframe(table, df, opts)
     result = t.write(df, operation=operation, options=opts, progress=not as_json)
     d = result.to_dict()
     if as_json:

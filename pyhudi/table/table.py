@@ -107,6 +107,15 @@ class Table:
         storage.makedirs(ActiveTimeline.timeline_dir_for(path, cfg))
         return cls(storage, path, cfg)
 
+    @classmethod
+    def for_dataframe(cls, uri: str, df: DataFrame, options: Mapping[str, str]) -> Table:
+        """The table at ``uri``, created from ``df``'s schema and ``options`` if the path holds none."""
+        if cls.exists(uri):
+            return cls.open(uri)
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        return cls.create(uri, to_arrow_schema(df.schema), options)
+
     # -- metadata -----------------------------------------------------------------------------------
     @property
     def name(self) -> str:
