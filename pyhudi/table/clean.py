@@ -38,7 +38,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyhudi.errors import CorruptFileError, PyHudiError
+from pyhudi.errors import PyHudiError
 from pyhudi.io.storage import Storage
 from pyhudi.table._listing import DataFile, list_data_files, list_partitions
 from pyhudi.table.rollback import Hook, TimeSource, next_time
@@ -264,21 +264,12 @@ def _run(
 
 
 def read_clean_plan(timeline: ActiveTimeline, clean_time: str) -> dict[str, Any]:
-    inst = Instant(clean_time, CLEAN, State.REQUESTED)
-    content = timeline.read_content(inst)
-    if content is None:
-        raise CorruptFileError(timeline.path_of(inst), "clean plan is empty")
-    return content
+    return timeline.read_plan(CLEAN, clean_time)
 
 
 def read_clean_metadata(timeline: ActiveTimeline, instant: Instant) -> dict[str, Any]:
     """The HoodieCleanMetadata of a completed clean instant."""
-    if instant.action != CLEAN or not instant.is_completed:
-        raise PyHudiError(f"{instant} is not a completed clean")
-    content = timeline.read_content(instant)
-    if content is None:
-        raise CorruptFileError(timeline.path_of(instant), "clean metadata is empty")
-    return content
+    return timeline.read_completed(instant, CLEAN)
 
 
 def complete_pending_cleans(

@@ -213,21 +213,12 @@ def _execute(
 
 
 def read_rollback_plan(timeline: ActiveTimeline, rollback_time: str) -> dict[str, Any]:
-    inst = Instant(rollback_time, ROLLBACK, State.REQUESTED)
-    content = timeline.read_content(inst)
-    if content is None:
-        raise CorruptFileError(timeline.path_of(inst), "rollback plan is empty")
-    return content
+    return timeline.read_plan(ROLLBACK, rollback_time)
 
 
 def read_rollback_metadata(timeline: ActiveTimeline, instant: Instant) -> dict[str, Any]:
     """The HoodieRollbackMetadata of a completed rollback instant."""
-    if instant.action != ROLLBACK or not instant.is_completed:
-        raise PyHudiError(f"{instant} is not a completed rollback")
-    content = timeline.read_content(instant)
-    if content is None:
-        raise CorruptFileError(timeline.path_of(instant), "rollback metadata is empty")
-    return content
+    return timeline.read_completed(instant, ROLLBACK)
 
 
 def complete_pending_rollbacks(

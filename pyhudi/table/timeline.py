@@ -378,11 +378,23 @@ class ActiveTimeline(Timeline):
 
     def read_commit_metadata(self, instant: Instant) -> dict[str, Any]:
         """The commit metadata of a completed write instant (commit/deltacommit/replacecommit)."""
-        if not instant.is_completed:
-            raise PyHudiError(f"instant {instant} is not completed")
+        return self.read_completed(instant)
+
+    def read_completed(self, instant: Instant, action: str | None = None) -> dict[str, Any]:
+        """The content of a completed instant (of ``action``, if given); an error if it is empty."""
+        if not instant.is_completed or (action is not None and instant.action != action):
+            raise PyHudiError(f"instant {instant} is not a completed {action or 'instant'}")
         content = self.read_content(instant)
         if content is None:
-            raise CorruptFileError(self.path_of(instant), "completed instant file is empty")
+            raise CorruptFileError(self.path_of(instant), f"completed {instant.action} file is empty")
+        return content
+
+    def read_plan(self, action: str, requested_time: str) -> dict[str, Any]:
+        """The plan stored in ``<requested_time>.<action>.requested`` (clean, rollback, compaction, ...)."""
+        inst = Instant(requested_time, action, State.REQUESTED)
+        content = self.read_content(inst)
+        if content is None:
+            raise CorruptFileError(self.path_of(inst), f"{action} plan is empty")
         return content
 
     # -- transitions
