@@ -34,13 +34,7 @@ from pyhudi.io import bloom as bloom_mod
 from pyhudi.io.bloom import BloomFilter
 from pyhudi.io.storage import Storage
 from pyhudi.table.filenames import BaseFileName, FileNameError
-
-COMMIT_TIME_COL = "_hoodie_commit_time"
-COMMIT_SEQNO_COL = "_hoodie_commit_seqno"
-RECORD_KEY_COL = "_hoodie_record_key"
-PARTITION_PATH_COL = "_hoodie_partition_path"
-FILE_NAME_COL = "_hoodie_file_name"
-META_COLUMNS = (COMMIT_TIME_COL, COMMIT_SEQNO_COL, RECORD_KEY_COL, PARTITION_PATH_COL, FILE_NAME_COL)
+from pyhudi.table.schema import COMMIT_SEQNO_COL, COMMIT_TIME_COL, META_COLUMNS, RECORD_KEY_COL
 
 COMPRESSION_CODEC = "hoodie.parquet.compression.codec"
 BLOCK_SIZE = "hoodie.parquet.block.size"
