@@ -10,7 +10,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from pyhudi.errors import ConfigError
-from pyhudi.table.keygen import infer_type as infer_keygen_type
 
 # -- operation and keys -------------------------------------------------------------------------------------
 OPERATION = "hoodie.datasource.write.operation"
@@ -21,6 +20,7 @@ PARTITIONPATH_FIELD = "hoodie.datasource.write.partitionpath.field"
 ORDERING_FIELDS = "hoodie.table.ordering.fields"
 PRECOMBINE_FIELD = "hoodie.datasource.write.precombine.field"  # older name of the ordering field
 KEYGENERATOR_TYPE = "hoodie.datasource.write.keygenerator.type"
+KEYGENERATOR_CLASS = "hoodie.datasource.write.keygenerator.class"
 HIVE_STYLE_PARTITIONING = "hoodie.datasource.write.hive_style_partitioning"
 URL_ENCODE_PARTITIONING = "hoodie.datasource.write.partitionpath.urlencode"
 RECORD_MERGE_MODE = "hoodie.record.merge.mode"
@@ -141,7 +141,9 @@ class WriteConfig:
             raise ConfigError(f"option {RECORDKEY_FIELD} is required (the record key column or columns)")
         pf = _fields(o.get(PARTITIONPATH_FIELD))
         ordering = _fields(o.get(ORDERING_FIELDS) or o.get(PRECOMBINE_FIELD))
-        o.setdefault(KEYGENERATOR_TYPE, infer_keygen_type(rk, pf))
+        from pyhudi.table.keygen import infer_type  # the key generators read this module's names
+
+        o.setdefault(KEYGENERATOR_TYPE, infer_type(rk, pf))
         keygen = _choice(o, KEYGENERATOR_TYPE, KEYGEN_TYPES)
         if keygen == "SIMPLE" and (len(rk) != 1 or len(pf) > 1):
             raise ConfigError(

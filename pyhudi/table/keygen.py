@@ -36,19 +36,18 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pyhudi.config import HIVE_STYLE_PARTITIONING as HIVE_STYLE
+from pyhudi.config import KEYGENERATOR_CLASS as KEYGEN_CLASS
+from pyhudi.config import KEYGENERATOR_TYPE as KEYGEN_TYPE
+from pyhudi.config import PARTITIONPATH_FIELD, RECORDKEY_FIELD
+from pyhudi.config import URL_ENCODE_PARTITIONING as URL_ENCODE
 from pyhudi.errors import ConfigError, InvalidInputError
+from pyhudi.table.properties import KEYGENERATOR_CLASS as TABLE_KEYGEN_CLASS
+from pyhudi.table.properties import KEYGENERATOR_TYPE as TABLE_KEYGEN_TYPE
+from pyhudi.table.properties import PARTITION_FIELDS as TABLE_PARTITION_FIELDS
+from pyhudi.table.properties import RECORDKEY_FIELDS as TABLE_RECORDKEY_FIELDS
 
-# -- option names ----------------------------------------------------------------------------------------------
-RECORDKEY_FIELD = "hoodie.datasource.write.recordkey.field"
-PARTITIONPATH_FIELD = "hoodie.datasource.write.partitionpath.field"
-HIVE_STYLE = "hoodie.datasource.write.hive_style_partitioning"
-URL_ENCODE = "hoodie.datasource.write.partitionpath.urlencode"
-KEYGEN_TYPE = "hoodie.datasource.write.keygenerator.type"
-KEYGEN_CLASS = "hoodie.datasource.write.keygenerator.class"
-TABLE_KEYGEN_TYPE = "hoodie.table.keygenerator.type"
-TABLE_KEYGEN_CLASS = "hoodie.table.keygenerator.class"
-TABLE_RECORDKEY_FIELDS = "hoodie.table.recordkey.fields"
-TABLE_PARTITION_FIELDS = "hoodie.table.partition.fields"
+# -- option names only the key generators read ----------------------------------------------------------------
 COMPLEX_NEW_ENCODING = "hoodie.write.complex.keygen.new.encoding"
 WRITE_TABLE_VERSION = "hoodie.write.table.version"
 CONSISTENT_LOGICAL_TS = "hoodie.datasource.write.keygenerator.consistent.logical.timestamp.enabled"
