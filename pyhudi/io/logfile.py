@@ -1,0 +1,576 @@
+"""Hudi's log file format (``.<fileId>_<instant>.log.<version>_<writeToken>``): reading and writing blocks.
+
+A log file is a sequence of blocks. Log format version 1 (the only one Hudi writes since 0.x), all integers
+big-endian::
+
+    "#HUDI#"                          6 bytes magic
+    long   blockLength                bytes after this field, up to and including the trailing total length
+    int    logFormatVersion           1
+    int    blockType                  see :class:`BlockType`
+    header map                        int count, then per entry: int key ordinal, int length, UTF-8 value
+    long   contentLength
+    bytes  content
+    footer map                        same encoding (Hudi writes an empty footer: count 0)
+    long   totalBlockLength           magic + length field + everything above = blockLength + 6
+
+Header keys (:class:`HeaderKey`, ordinal = position in Hudi's ``HeaderMetadataType``): INSTANT_TIME 0,
+TARGET_INSTANT_TIME 1, SCHEMA 2, COMMAND_BLOCK_TYPE 3, COMPACTED_BLOCK_TIMES 4, RECORD_POSITIONS 5,
+BLOCK_IDENTIFIER 6, IS_PARTIAL 7, BASE_FILE_INSTANT_TIME_OF_RECORD_POSITIONS 8. Hudi keeps the header in a
+Java ``HashMap`` keyed by the enum, so the entry order on disk varies between JVM runs (the fixtures show both
+INSTANT_TIME, SCHEMA and SCHEMA, INSTANT_TIME); readers must not depend on it.
+
+Block contents:
+
+- HFILE_DATA (4): a complete standalone HFile (no version prefix); cell key = record key, value = Avro binary
+  datum of the record with its key field blanked. Header: INSTANT_TIME and SCHEMA.
+- DELETE (1): int block version (3), int length, then the Avro binary datum of ``HoodieDeleteRecordList``
+  (``pyhudi/avro/HoodieDeleteRecordList.avsc``). Header: INSTANT_TIME (and SCHEMA when written by a data
+  writer). The metadata table writes an *empty* delete block when it initialises a file group, and record-index
+  deletions (``partitionPath`` = ``record_index``, ``orderingVal`` = long 0) as delete blocks.
+- COMMAND (0): empty content; header INSTANT_TIME, TARGET_INSTANT_TIME, COMMAND_BLOCK_TYPE ("0" = rollback):
+  rolls back earlier blocks of this file slice whose INSTANT_TIME equals TARGET_INSTANT_TIME.
+- AVRO_DATA (3): int block version (3), int record count, then per record int length + Avro binary datum.
+- PARQUET_DATA (5): a parquet file. CDC_DATA (6) is Avro like 3.
+
+Torn or corrupt blocks (Hudi's ``HoodieLogFileReader``): after reading a block's length the reader checks that
+the trailing total length at ``start + blockLength - 8`` exists, equals ``blockLength + 6``, and that the next
+6 bytes are either EOF or the magic. If not (or the length itself cannot be read), the bytes from the block
+start up to the next occurrence of the magic (or EOF) form a *corrupt block* (type CORRUPT, no header), which
+readers skip. An incomplete magic at EOF (fewer than 6 bytes) ends the file.
+"""
+
+from __future__ import annotations
+
+import enum
+import io
+import itertools
+import posixpath
+import struct
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from pyhudi.errors import CorruptFileError, PyHudiError
+from pyhudi.hfile import HFileReader, hfile_bytes
+from pyhudi.io import avro
+from pyhudi.io.compression import CODEC_GZ
+from pyhudi.io.storage import Storage
+from pyhudi.table.filenames import LogFileName
+
+MAGIC = b"#HUDI#"
+LOG_FORMAT_VERSION = 1
+#: Version of the content encoding of Avro data and delete blocks.
+LOG_BLOCK_VERSION = 3
+#: Hudi's ``hoodie.metadata`` HFile block size for log-block HFiles.
+HFILE_BLOCK_SIZE = 1 << 20
+_SCAN_BUFFER = 1 << 20
+_HEADER_PREFETCH = 16 << 10
+
+_LONG = struct.Struct(">q")
+_INT = struct.Struct(">i")
+
+
+class BlockType(enum.IntEnum):
+    COMMAND = 0
+    DELETE = 1
+    CORRUPT = 2
+    AVRO_DATA = 3
+    HFILE_DATA = 4
+    PARQUET_DATA = 5
+    CDC_DATA = 6
+
+
+class HeaderKey(enum.IntEnum):
+    INSTANT_TIME = 0
+    TARGET_INSTANT_TIME = 1
+    SCHEMA = 2
+    COMMAND_BLOCK_TYPE = 3
+    COMPACTED_BLOCK_TIMES = 4
+    RECORD_POSITIONS = 5
+    BLOCK_IDENTIFIER = 6
+    IS_PARTIAL = 7
+    BASE_FILE_INSTANT_TIME_OF_RECORD_POSITIONS = 8
+
+
+class CommandType(enum.IntEnum):
+    ROLLBACK = 0
+
+
+DATA_BLOCK_TYPES = frozenset({BlockType.AVRO_DATA, BlockType.HFILE_DATA, BlockType.PARQUET_DATA, BlockType.CDC_DATA})
+
+
+@dataclass(frozen=True)
+class DeleteRecord:
+    """One entry of a delete block."""
+
+    record_key: str | None
+    partition_path: str | None = None
+    ordering_value: Any = None
+
+
+# -- blocks ---------------------------------------------------------------------------------------------------
+@dataclass
+class LogBlock:
+    """One block of a log file. ``content`` is loaded on first use (ranged read) unless given."""
+
+    path: str
+    offset: int  # of the magic
+    size: int  # bytes on disk from the magic to the end of the block
+    block_type: BlockType
+    format_version: int = LOG_FORMAT_VERSION
+    header: dict[int, str] = field(default_factory=dict)
+    footer: dict[int, str] = field(default_factory=dict)
+    header_order: tuple[int, ...] = ()
+    content_offset: int = 0
+    content_length: int = 0
+    _content: bytes | None = field(default=None, repr=False)
+    _source: pa.NativeFile | None = field(default=None, repr=False)
+
+    @property
+    def is_corrupt(self) -> bool:
+        return self.block_type == BlockType.CORRUPT
+
+    @property
+    def is_data_block(self) -> bool:
+        return self.block_type in DATA_BLOCK_TYPES
+
+    @property
+    def instant_time(self) -> str | None:
+        return self.header.get(HeaderKey.INSTANT_TIME)
+
+    @property
+    def target_instant_time(self) -> str | None:
+        return self.header.get(HeaderKey.TARGET_INSTANT_TIME)
+
+    @property
+    def schema(self) -> str | None:
+        return self.header.get(HeaderKey.SCHEMA)
+
+    @property
+    def command_type(self) -> CommandType | None:
+        if self.block_type != BlockType.COMMAND:
+            return None
+        raw = self.header.get(HeaderKey.COMMAND_BLOCK_TYPE)
+        try:
+            return CommandType(int(raw)) if raw is not None else None
+        except ValueError:
+            return None
+
+    @property
+    def is_rollback(self) -> bool:
+        return self.command_type == CommandType.ROLLBACK
+
+    @property
+    def compacted_block_times(self) -> list[str]:
+        raw = self.header.get(HeaderKey.COMPACTED_BLOCK_TIMES)
+        return [t for t in raw.split(",") if t] if raw else []
+
+    @property
+    def content(self) -> bytes:
+        if self._content is None:
+            if self._source is None:
+                raise PyHudiError(f"{self.path}: block content at {self.content_offset} is not loaded")
+            data = self._source.read_at(self.content_length, self.content_offset)
+            if len(data) != self.content_length:
+                raise CorruptFileError(self.path, "short read of block content", self.content_offset)
+            self._content = bytes(data)
+        return self._content
+
+    # -- content decoders -------------------------------------------------------------------------------------
+    def hfile(self) -> HFileReader:
+        """The HFile held by an HFILE_DATA block."""
+        self._expect(BlockType.HFILE_DATA)
+        try:
+            return HFileReader.from_bytes(self.content, f"{self.path}@{self.offset}")
+        except CorruptFileError:
+            raise
+        except (ValueError, IndexError) as e:
+            raise CorruptFileError(self.path, f"HFile block content: {e}", self.content_offset) from e
+
+    def hfile_records(self) -> list[tuple[bytes, bytes]]:
+        """(key, value) cells of an HFILE_DATA block, in key order."""
+        if not self.content:
+            return []
+        table = self.hfile().read_all()
+        return list(
+            zip(table.column("key").to_pylist(), table.column("value").to_pylist(), strict=True)
+        )
+
+    def delete_records(self) -> list[DeleteRecord]:
+        """The entries of a DELETE block."""
+        self._expect(BlockType.DELETE)
+        return decode_delete_content(self.content, self.path)
+
+    def _expect(self, t: BlockType) -> None:
+        if self.block_type != t:
+            raise PyHudiError(f"{self.path}: block at {self.offset} is {self.block_type.name}, not {t.name}")
+
+
+# -- reading --------------------------------------------------------------------------------------------------
+class LogFileReader:
+    """Iterates the blocks of one log file with ranged reads; torn/corrupt blocks come back as CORRUPT blocks."""
+
+    def __init__(self, source: pa.NativeFile, path: str, *, load_content: bool = False) -> None:
+        self._src = source
+        self.path = path
+        self.size = source.size()
+        self.load_content = load_content
+
+    @classmethod
+    def open(cls, storage: Storage, path: str, **kw: Any) -> LogFileReader:
+        return cls(storage.open_input(path), path, **kw)
+
+    @classmethod
+    def from_bytes(cls, data: bytes, name: str = "<memory>", **kw: Any) -> LogFileReader:
+        return cls(pa.BufferReader(data), name, **kw)
+
+    def close(self) -> None:
+        self._src.close()
+
+    def __enter__(self) -> LogFileReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _read(self, offset: int, size: int) -> bytes:
+        size = max(0, min(size, self.size - offset))
+        return bytes(self._src.read_at(size, offset)) if size else b""
+
+    def __iter__(self) -> Iterator[LogBlock]:
+        return self.blocks()
+
+    def blocks(self) -> Iterator[LogBlock]:
+        pos = 0
+        while pos < self.size:
+            magic = self._read(pos, len(MAGIC))
+            if len(magic) < len(MAGIC):
+                return  # an incomplete magic at EOF ends the file
+            if magic != MAGIC:
+                raise CorruptFileError(self.path, "no log block magic #HUDI# at the start of a block", pos)
+            block = self._read_block(pos)
+            yield block
+            pos = block.offset + block.size
+
+    def _block_is_intact(self, start: int, length: int) -> bool:
+        """Hudi's ``isBlockCorrupted``, inverted. ``start`` = position right after the length field."""
+        if length < 8 or start + length > self.size:
+            return False
+        (total,) = _LONG.unpack(self._read(start + length - 8, 8))
+        if total - len(MAGIC) != length:
+            return False
+        nxt = self._read(start + length, len(MAGIC))
+        return len(nxt) < len(MAGIC) or nxt == MAGIC
+
+    def _corrupt_block(self, pos: int) -> LogBlock:
+        """A CORRUPT block from ``pos`` (a magic) up to the next magic after it, or EOF."""
+        body = pos + len(MAGIC)
+        nxt = self._find_magic(body)
+        return LogBlock(
+            self.path, pos, nxt - pos, BlockType.CORRUPT, 0,
+            content_offset=body, content_length=nxt - body, _source=self._src,
+        )
+
+    def _find_magic(self, start: int) -> int:
+        cur = start
+        while cur < self.size:
+            buf = self._read(cur, _SCAN_BUFFER)
+            i = buf.find(MAGIC)
+            if i >= 0:
+                return cur + i
+            if cur + len(buf) >= self.size:
+                break
+            cur += len(buf) - len(MAGIC) + 1
+        return self.size
+
+    def _read_block(self, pos: int) -> LogBlock:
+        start = pos + len(MAGIC) + 8
+        raw_len = self._read(pos + len(MAGIC), 8)
+        if len(raw_len) < 8:
+            return self._corrupt_block(pos)
+        (length,) = _LONG.unpack(raw_len)
+        if not self._block_is_intact(start, length):
+            return self._corrupt_block(pos)
+        end = start + length  # first byte after the block
+        try:
+            return self._parse_block(pos, start, end)
+        except (struct.error, UnicodeDecodeError, ValueError, _Short) as e:
+            raise CorruptFileError(self.path, f"malformed log block: {e}", pos) from None
+
+    def _parse_block(self, pos: int, start: int, end: int) -> LogBlock:
+        buf = _Cursor(self, start, end)
+        version = buf.i32()
+        if version != LOG_FORMAT_VERSION:
+            raise CorruptFileError(self.path, f"unsupported log format version {version}", start)
+        btype = BlockType(buf.i32())
+        header, order = buf.metadata()
+        content_length = buf.i64()
+        content_offset = buf.pos
+        if content_length < 0 or content_offset + content_length > end - 8:
+            raise ValueError(f"content length {content_length} runs past the block end")
+        buf.skip(content_length)
+        footer, _ = buf.metadata()
+        buf.i64()  # total block length, already checked
+        if buf.pos != end:
+            raise ValueError(f"block ends at {buf.pos}, its length says {end}")
+        block = LogBlock(
+            self.path, pos, end - pos, btype, version, header, footer, order,
+            content_offset, content_length, _source=self._src,
+        )
+        if self.load_content:
+            _ = block.content
+        return block
+
+
+class _Short(Exception):
+    pass
+
+
+class _Cursor:
+    """Sequential reads inside one block, prefetching in chunks."""
+
+    def __init__(self, reader: LogFileReader, start: int, end: int) -> None:
+        self.r = reader
+        self.pos = start
+        self.end = end
+        self._buf_start = start
+        self._buf = reader._read(start, min(_HEADER_PREFETCH, end - start))
+
+    def take(self, n: int) -> bytes:
+        if n < 0 or self.pos + n > self.end:
+            raise _Short(f"field of {n} bytes at {self.pos} runs past the block end {self.end}")
+        rel = self.pos - self._buf_start
+        if rel + n > len(self._buf):
+            self._buf_start = self.pos
+            self._buf = self.r._read(self.pos, min(max(n, _HEADER_PREFETCH), self.end - self.pos))
+            rel = 0
+        self.pos += n
+        return self._buf[rel : rel + n]
+
+    def skip(self, n: int) -> None:
+        self.pos += n
+
+    def i32(self) -> int:
+        return int(_INT.unpack(self.take(4))[0])
+
+    def i64(self) -> int:
+        return int(_LONG.unpack(self.take(8))[0])
+
+    def metadata(self) -> tuple[dict[int, str], tuple[int, ...]]:
+        n = self.i32()
+        if n < 0:
+            raise ValueError(f"negative metadata entry count {n}")
+        out: dict[int, str] = {}
+        order = []
+        for _ in range(n):
+            k = self.i32()
+            v = self.take(self.i32()).decode("utf-8")
+            key: int = HeaderKey(k) if k in HeaderKey._value2member_map_ else k
+            out[key] = v
+            order.append(k)
+        return out, tuple(order)
+
+
+def read_log_blocks(storage: Storage, path: str, *, load_content: bool = True) -> list[LogBlock]:
+    """All blocks of the log file at ``path`` (contents loaded unless ``load_content`` is False)."""
+    with LogFileReader.open(storage, path, load_content=load_content) as r:
+        return list(r.blocks())
+
+
+# -- content codecs -------------------------------------------------------------------------------------------
+def decode_delete_content(content: bytes, path: str = "<delete block>") -> list[DeleteRecord]:
+    if len(content) < 8:
+        raise CorruptFileError(path, "delete block content is too short")
+    (version,) = _INT.unpack_from(content, 0)
+    if version != LOG_BLOCK_VERSION:
+        raise CorruptFileError(path, f"delete block version {version} is not supported (need 3)")
+    (n,) = _INT.unpack_from(content, 4)
+    if n < 0 or 8 + n > len(content):
+        raise CorruptFileError(path, f"delete block payload length {n} runs past the content")
+    rec = avro.decode_datum(content[8 : 8 + n], "HoodieDeleteRecordList")
+    return [
+        DeleteRecord(r.get("recordKey"), r.get("partitionPath"), r.get("orderingVal"))
+        for r in rec.get("deleteRecordList") or []
+    ]
+
+
+def encode_delete_content(records: Iterable[DeleteRecord]) -> bytes:
+    """Delete-block content. A Python ``int`` ordering value is written as Avro ``long`` (as Hudi writes the
+    metadata table's ``orderingVal`` 0), ``float`` as ``double``, ``str`` as ``string``, ``bytes`` as ``bytes``."""
+    recs = list(records)
+    body = bytearray()
+    if recs:
+        body += _zz(len(recs))
+        for r in recs:
+            body += _opt_str(r.record_key) + _opt_str(r.partition_path) + _ordering(r.ordering_value)
+    body += _zz(0)
+    datum = bytes(body)
+    return _INT.pack(LOG_BLOCK_VERSION) + _INT.pack(len(datum)) + datum
+
+
+def _zz(n: int) -> bytes:
+    z = (n << 1) ^ (n >> 63)
+    out = bytearray()
+    while z & ~0x7F:
+        out.append((z & 0x7F) | 0x80)
+        z >>= 7
+    out.append(z)
+    return bytes(out)
+
+
+def _opt_str(v: str | None) -> bytes:
+    if v is None:
+        return _zz(0)
+    b = v.encode("utf-8")
+    return _zz(1) + _zz(len(b)) + b
+
+
+def _ordering(v: Any) -> bytes:
+    # union: null, int, long, float, double, bytes, string, decimal, date, time-millis, time-micros, ts-millis, ts-micros
+    if v is None:
+        return _zz(0)
+    if isinstance(v, bool):
+        raise PyHudiError("boolean ordering values cannot be written to a delete block")
+    if isinstance(v, int):
+        return _zz(2) + _zz(v)
+    if isinstance(v, float):
+        return _zz(4) + struct.pack("<d", v)
+    if isinstance(v, bytes):
+        return _zz(5) + _zz(len(v)) + v
+    if isinstance(v, str):
+        b = v.encode("utf-8")
+        return _zz(6) + _zz(len(b)) + b
+    raise PyHudiError(f"unsupported ordering value type {type(v).__name__} in a delete block")
+
+
+# -- writing --------------------------------------------------------------------------------------------------
+def _metadata_bytes(entries: Sequence[tuple[int, str]]) -> bytes:
+    out = io.BytesIO()
+    out.write(_INT.pack(len(entries)))
+    for k, v in entries:
+        b = v.encode("utf-8")
+        out.write(_INT.pack(int(k)))
+        out.write(_INT.pack(len(b)))
+        out.write(b)
+    return out.getvalue()
+
+
+def _entries(m: Mapping[int, str] | Sequence[tuple[int, str]] | None) -> list[tuple[int, str]]:
+    if m is None:
+        return []
+    if isinstance(m, Mapping):
+        return [(int(k), v) for k, v in m.items()]
+    return [(int(k), v) for k, v in m]
+
+
+def encode_block(
+    block_type: BlockType,
+    header: Mapping[int, str] | Sequence[tuple[int, str]],
+    content: bytes,
+    footer: Mapping[int, str] | Sequence[tuple[int, str]] | None = None,
+) -> bytes:
+    """One complete log block (magic .. total length). Header/footer entries are written in the given order."""
+    head = _metadata_bytes(_entries(header))
+    foot = _metadata_bytes(_entries(footer))
+    body = (
+        _INT.pack(LOG_FORMAT_VERSION)
+        + _INT.pack(int(block_type))
+        + head
+        + _LONG.pack(len(content))
+        + content
+        + foot
+    )
+    total = len(MAGIC) + 8 + len(body)
+    return MAGIC + _LONG.pack(len(body) + 8) + body + _LONG.pack(total)
+
+
+def hfile_block_content(
+    records: Iterable[tuple[str | bytes, bytes]] | Mapping[str, bytes],
+    schema_json: str,
+    *,
+    codec: int = CODEC_GZ,
+    creation_time_ms: int | None = None,
+) -> bytes:
+    """The HFile of an HFILE_DATA block: cells sorted by key (duplicates rejected), file info ``schema``."""
+    items = list(records.items()) if isinstance(records, Mapping) else list(records)
+    items = [(k.encode("utf-8") if isinstance(k, str) else bytes(k), v) for k, v in items]
+    items.sort(key=lambda kv: kv[0])
+    for a, b in itertools.pairwise(items):
+        if a[0] == b[0]:
+            raise PyHudiError(f"duplicate key {a[0]!r} in an HFile log block")
+    data, _ = hfile_bytes(
+        [k for k, _ in items],
+        [v for _, v in items],
+        codec=codec,
+        block_size=HFILE_BLOCK_SIZE,
+        file_info={"schema": schema_json.encode("utf-8")},
+        creation_time_ms=creation_time_ms,
+    )
+    return data
+
+
+def hfile_data_block(
+    records: Iterable[tuple[str | bytes, bytes]] | Mapping[str, bytes],
+    instant_time: str,
+    schema_json: str,
+    *,
+    header_schema: str | None = None,
+    codec: int = CODEC_GZ,
+    creation_time_ms: int | None = None,
+    schema_first: bool = False,
+) -> bytes:
+    """An HFILE_DATA block as Hudi writes metadata-table log blocks (header INSTANT_TIME + SCHEMA, no footer).
+
+    ``schema_json`` goes into the HFile's file info; ``header_schema`` (default: the same) into the header.
+    """
+    content = hfile_block_content(records, schema_json, codec=codec, creation_time_ms=creation_time_ms)
+    hs = header_schema if header_schema is not None else schema_json
+    header = [(HeaderKey.INSTANT_TIME, instant_time), (HeaderKey.SCHEMA, hs)]
+    if schema_first:
+        header.reverse()
+    return encode_block(BlockType.HFILE_DATA, header, content)
+
+
+def delete_block(
+    records: Iterable[DeleteRecord], instant_time: str, *, schema_json: str | None = None
+) -> bytes:
+    header: list[tuple[int, str]] = [(HeaderKey.INSTANT_TIME, instant_time)]
+    if schema_json is not None:
+        header.append((HeaderKey.SCHEMA, schema_json))
+    return encode_block(BlockType.DELETE, header, encode_delete_content(records))
+
+
+def rollback_block(instant_time: str, target_instant_time: str) -> bytes:
+    """A COMMAND block rolling back the blocks written by ``target_instant_time``."""
+    header = [
+        (HeaderKey.INSTANT_TIME, instant_time),
+        (HeaderKey.TARGET_INSTANT_TIME, target_instant_time),
+        (HeaderKey.COMMAND_BLOCK_TYPE, str(int(CommandType.ROLLBACK))),
+    ]
+    return encode_block(BlockType.COMMAND, header, b"")
+
+
+def append_blocks(storage: Storage, path: str, blocks: Sequence[bytes]) -> str:
+    """Append encoded blocks to the log file at ``path``; returns the path written.
+
+    On the local filesystem the blocks are appended in place (creating the file). Object stores cannot append,
+    so there (as Hudi does) a file that already exists is left alone and the blocks go to the next log version
+    of the same file group.
+    """
+    data = b"".join(blocks)
+    if storage.is_local:
+        parent = posixpath.dirname(path)
+        if parent:
+            storage.makedirs(parent)
+        with storage.fs.open_append_stream(path) as out:
+            out.write(data)
+        return path
+    target = path
+    while storage.exists(target):
+        name = LogFileName.parse(posixpath.basename(target))
+        nxt = LogFileName(name.file_id, name.instant, name.version + 1, name.write_token, name.extension, name.cdc)
+        target = posixpath.join(posixpath.dirname(target), nxt.name)
+    storage.write_bytes(target, data, overwrite=False)
+    return target

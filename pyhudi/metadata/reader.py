@@ -1,0 +1,250 @@
+"""Reading a Hudi metadata table (``<base>/.hoodie/metadata``) without Spark.
+
+Per metadata partition (``files``, ``record_index``, ...) and file group, the latest file slice (base HFile + log
+files, built by :class:`~pyhudi.table.fsview.FileSystemView` on the metadata table's own timeline) is merged:
+base records first, then the log blocks in log order. A log block is used only if its INSTANT_TIME is
+
+- completed on the metadata timeline (or older than its active timeline: archived), and
+- *valid* (Hudi's ``HoodieTableMetadataUtil.getValidInstantTimestamps``): completed on the data table's timeline;
+  or an indexing instant of the data table; or a metadata deltacommit whose time starts with
+  ``00000000000000`` (partition initialisation); or a metadata rollback/restore; or an instant rolled back by a
+  completed data-table rollback newer than the earliest valid instant.
+
+Within a file slice, a rollback COMMAND block drops the earlier collected blocks whose instant equals its
+TARGET_INSTANT_TIME (and any corrupt block); corrupt blocks are skipped; a block listing COMPACTED_BLOCK_TIMES
+(log compaction) supersedes the blocks of those instants. Records merge as in :mod:`pyhudi.metadata.records`.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Iterable, Mapping, Sequence
+
+from pyhudi.errors import PyHudiError
+from pyhudi.hfile import HFileReader
+from pyhudi.io.logfile import BlockType, LogBlock, LogFileReader
+from pyhudi.io.storage import Storage
+from pyhudi.metadata.records import (
+    ALL_PARTITIONS_KEY,
+    MetadataRecord,
+    combine,
+    decode_value,
+    delete_marker,
+    partition_key,
+    partition_path,
+    record_index_file_group,
+)
+from pyhudi.table.fsview import FileEntry, FileSlice, FileSystemView
+from pyhudi.table.properties import METAFOLDER, TableConfig, read_table_config
+from pyhudi.table.timeline import INDEXING, RESTORE, ROLLBACK, ActiveTimeline, Timeline
+
+METADATA_FOLDER = "metadata"
+FILES = "files"
+RECORD_INDEX = "record_index"
+SOLO_COMMIT_PREFIX = "00000000000000"
+_FG_INDEX = re.compile(r"-(\d{4})-\d+$")
+
+
+def metadata_base_path(base_path: str) -> str:
+    return posixpath.join(base_path.rstrip("/"), METAFOLDER, METADATA_FOLDER)
+
+
+def valid_instants(data_timeline: ActiveTimeline, mdt_timeline: Timeline) -> set[str]:
+    """Instants whose metadata log blocks readers may use (``getValidInstantTimestamps``)."""
+    valid = {i.requested_time for i in data_timeline.completed()}
+    indexing = {i.requested_time for i in data_timeline.by_action(INDEXING)}
+    valid.update(i.requested_time for i in mdt_timeline.completed() if i.requested_time in indexing)
+    earliest = min(valid) if valid else SOLO_COMMIT_PREFIX
+    for inst in data_timeline.completed().by_action(ROLLBACK, RESTORE):
+        if inst.requested_time <= earliest:
+            continue
+        try:
+            meta = data_timeline.read_content(inst) or {}
+        except PyHudiError:
+            continue
+        valid.update(meta.get("commitsRollback") or [])
+        for infos in (meta.get("instantsToRollback") or []):
+            if isinstance(infos, Mapping) and infos.get("commitTime"):
+                valid.add(str(infos["commitTime"]))
+    for inst in mdt_timeline.completed().by_action(ROLLBACK, RESTORE):
+        valid.add(inst.requested_time)
+    for inst in mdt_timeline.completed():
+        if inst.action == "deltacommit" and inst.requested_time.startswith(SOLO_COMMIT_PREFIX):
+            valid.add(inst.requested_time)
+    return valid
+
+
+class MetadataTableReader:
+    """Merged, timeline-filtered reads of a table's metadata table."""
+
+    def __init__(
+        self,
+        storage: Storage,
+        base_path: str,
+        *,
+        data_timeline: ActiveTimeline | None = None,
+        data_config: TableConfig | None = None,
+    ) -> None:
+        self.storage = storage
+        self.base_path = base_path.rstrip("/")
+        self.mdt_path = metadata_base_path(self.base_path)
+        if data_config is None:
+            data_config = read_table_config(storage, posixpath.join(self.base_path, METAFOLDER))
+        if data_timeline is None:
+            data_timeline = ActiveTimeline.load(storage, self.base_path, data_config)
+        self.data_config = data_config
+        self.data_timeline = data_timeline
+        self.config = read_table_config(storage, posixpath.join(self.mdt_path, METAFOLDER))
+        self.timeline = ActiveTimeline.load(storage, self.mdt_path, self.config)
+        self.valid = valid_instants(data_timeline, self.timeline)
+        self.view = FileSystemView.load(storage, self.mdt_path, timeline=self.timeline, config=self.config)
+        done = self.timeline.completed()
+        self._mdt_done = {i.requested_time for i in done}
+        first = self.timeline.first()
+        self._mdt_start = first.requested_time if first is not None else None
+        self._cache: dict[str, dict[str, MetadataRecord]] = {}
+
+    # -- file slices ------------------------------------------------------------------------------------------
+    def partitions(self) -> list[str]:
+        """Metadata partitions present (``files``, ``record_index``, ...)."""
+        return self.view.partitions()
+
+    def file_slices(self, partition: str) -> list[FileSlice]:
+        """Latest slice of each file group of a metadata partition, ordered by file group index."""
+        slices = self.view.latest_file_slices(partition)
+        return sorted(slices, key=lambda s: (_fg_index(s.file_id), s.file_id))
+
+    def _block_ok(self, instant: str | None) -> bool:
+        if instant is None:
+            return False
+        completed = instant in self._mdt_done or (
+            self._mdt_start is not None and instant < self._mdt_start and not self.timeline.contains(instant)
+        )
+        return completed and instant in self.valid
+
+    def valid_blocks(self, fs: FileSlice) -> list[LogBlock]:
+        """The log blocks of a slice that count, in log order, after rollbacks and log compaction."""
+        kept: list[LogBlock] = []
+        for lf in fs.log_files:
+            path = posixpath.join(self.mdt_path, lf.relative_path)
+            with LogFileReader.open(self.storage, path, load_content=False) as r:
+                for b in r.blocks():
+                    if b.is_corrupt:
+                        kept.append(b)
+                        continue
+                    if b.block_type == BlockType.COMMAND:
+                        if b.is_rollback and self._block_ok(b.instant_time):
+                            target = b.target_instant_time
+                            kept = [k for k in kept if not k.is_corrupt and k.instant_time != target]
+                        continue
+                    if not self._block_ok(b.instant_time):
+                        continue
+                    _ = b.content  # load while the file is open
+                    kept.append(b)
+        kept = [b for b in kept if not b.is_corrupt]
+        superseded = {t for b in kept for t in b.compacted_block_times}
+        return [b for b in kept if b.instant_time not in superseded or b.compacted_block_times]
+
+    # -- merged records ---------------------------------------------------------------------------------------
+    def _merge_slice(self, fs: FileSlice, keys: set[str] | None = None) -> dict[str, MetadataRecord]:
+        merged: dict[str, MetadataRecord] = {}
+        if fs.base_file is not None:
+            path = posixpath.join(self.mdt_path, fs.base_file.relative_path)
+            with HFileReader.open(self.storage, path) as h:
+                sj = h.file_info.get("schema")
+                schema = sj.decode("utf-8") if sj else None
+                table = h.read_all() if keys is None else h.lookup(sorted(keys))
+                for k, v in zip(table.column("key").to_pylist(), table.column("value").to_pylist(), strict=True):
+                    if v is None:
+                        continue
+                    rec = decode_value(k, v, schema)
+                    merged[rec.key] = rec
+        for b in self.valid_blocks(fs):
+            if b.block_type == BlockType.HFILE_DATA:
+                for k, v in b.hfile_records():
+                    ks = k.decode("utf-8")
+                    if keys is not None and ks not in keys:
+                        continue
+                    merged[ks] = combine(merged.get(ks), decode_value(ks, v, b.schema))
+            elif b.block_type == BlockType.DELETE:
+                for d in b.delete_records():
+                    if d.record_key is None or (keys is not None and d.record_key not in keys):
+                        continue
+                    merged[d.record_key] = delete_marker(d.record_key)
+            elif b.is_data_block:
+                raise PyHudiError(f"{b.path}: metadata log block of type {b.block_type.name} is not supported")
+        return merged
+
+    def read_partition(self, partition: str) -> dict[str, MetadataRecord]:
+        """Every live (merged, not deleted) record of a metadata partition."""
+        if partition not in self._cache:
+            out: dict[str, MetadataRecord] = {}
+            for fs in self.file_slices(partition):
+                for k, rec in self._merge_slice(fs).items():
+                    if not rec.is_absent:
+                        out[k] = rec
+            self._cache[partition] = out
+        return self._cache[partition]
+
+    def lookup(self, partition: str, keys: Iterable[str]) -> dict[str, MetadataRecord]:
+        """Records of ``keys`` in a keyed metadata partition (absent keys are left out).
+
+        For ``record_index`` each key is routed to its file group by Hudi's hash; other partitions are probed
+        in every file group.
+        """
+        wanted = set(keys)
+        slices = self.file_slices(partition)
+        if not slices or not wanted:
+            return {}
+        groups: list[tuple[FileSlice, set[str]]]
+        if partition == RECORD_INDEX:
+            by_fg: dict[int, set[str]] = {}
+            for k in wanted:
+                by_fg.setdefault(record_index_file_group(k, len(slices)), set()).add(k)
+            groups = [(slices[i], ks) for i, ks in sorted(by_fg.items())]
+        else:
+            groups = [(s, wanted) for s in slices]
+        out: dict[str, MetadataRecord] = {}
+        for fs, ks in groups:
+            for k, rec in self._merge_slice(fs, ks).items():
+                if not rec.is_absent:
+                    out[k] = rec
+        return out
+
+    # -- the files partition ----------------------------------------------------------------------------------
+    def list_partitions(self) -> list[str]:
+        """Data partition paths (``""`` for a non-partitioned table), from ``__all_partitions__``."""
+        rec = self.read_partition(FILES).get(ALL_PARTITIONS_KEY)
+        if rec is None:
+            return []
+        return sorted(partition_path(p) for p in rec.live_files)
+
+    def list_files(self, partition: str) -> dict[str, int]:
+        """File name -> size of a data partition."""
+        rec = self.read_partition(FILES).get(partition_key(partition))
+        return dict(sorted(rec.live_files.items())) if rec is not None else {}
+
+    def all_files(self) -> dict[str, dict[str, int]]:
+        return {p: self.list_files(p) for p in self.list_partitions()}
+
+
+def _fg_index(file_id: str) -> int:
+    m = _FG_INDEX.search(file_id)
+    return int(m.group(1)) if m else -1
+
+
+class MetadataListing:
+    """A :class:`~pyhudi.table.fsview.FileListing` served by the metadata table's ``files`` partition."""
+
+    def __init__(self, reader: MetadataTableReader) -> None:
+        self.reader = reader
+
+    @classmethod
+    def open(cls, storage: Storage, base_path: str, **kw: ActiveTimeline | TableConfig | None) -> MetadataListing:
+        return cls(MetadataTableReader(storage, base_path, **kw))  # type: ignore[arg-type]
+
+    def list_partition_files(self) -> dict[str, Sequence[FileEntry]]:
+        return {
+            p: [FileEntry(n, s) for n, s in files.items()] for p, files in self.reader.all_files().items()
+        }
