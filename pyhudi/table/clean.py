@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import posixpath
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,6 +52,9 @@ from pyhudi.table.timeline import (
     State,
     Timeline,
 )
+
+#: called with (clean instant time, {partition: [file names]}) before the files are deleted
+OnDelete = Callable[[str, Mapping[str, list[str]]], None]
 
 KEEP_LATEST_COMMITS = "KEEP_LATEST_COMMITS"
 DEFAULT_COMMITS_RETAINED = 10
@@ -202,6 +205,7 @@ def _run(
     plan: Mapping[str, Any],
     time_source: TimeSource,
     hook: Hook | None,
+    on_delete: OnDelete | None = None,
 ) -> Instant:
     start = time.monotonic()
     inflight = instant
@@ -212,6 +216,15 @@ def _run(
         else:
             inflight = timeline.transition_to_inflight(instant, None)
     _hook(hook, "inflight")
+    if on_delete is not None:
+        # e.g. the metadata table records the deletions (same instant) before the files go
+        on_delete(
+            instant.requested_time,
+            {
+                part: [posixpath.basename(str(i.get("filePath"))) for i in infos if i.get("filePath")]
+                for part, infos in (plan.get("filePathsToBeDeletedPerPartition") or {}).items()
+            },
+        )
 
     partition_meta: dict[str, dict[str, Any]] = {}
     total = 0
@@ -279,12 +292,13 @@ def complete_pending_cleans(
     timeline: ActiveTimeline | None = None,
     *,
     hook: Hook | None = None,
+    on_delete: OnDelete | None = None,
 ) -> list[Instant]:
     tl = (timeline or ActiveTimeline.load(storage, base_path)).reload()
     done = []
     for inst in tl.by_action(CLEAN).pending():
         plan = read_clean_plan(tl, inst.requested_time)
-        done.append(_run(storage, base_path, tl, inst, plan, time_source, hook))
+        done.append(_run(storage, base_path, tl, inst, plan, time_source, hook, on_delete))
         tl = tl.reload()
     return done
 
@@ -297,9 +311,11 @@ def clean(
     new_instant_time: str | TimeSource | None = None,
     *,
     hook: Hook | None = None,
+    on_delete: OnDelete | None = None,
 ) -> Instant | None:
     """Finish pending cleans, then plan and run a KEEP_LATEST_COMMITS clean.
 
+    ``on_delete(clean_time, {partition: [file names]})`` runs before any file is deleted.
     ``new_instant_time``: the clean's instant time, or a generator/callable of new times (also used for
     completion times; with a fixed string, completion times come from a fresh :class:`InstantTimeGenerator`).
     Returns the completed clean instant of this call (the last finished pending one if nothing new was
@@ -314,7 +330,7 @@ def clean(
         source = InstantTimeGenerator(base_path)
     else:
         source = new_instant_time
-    finished = complete_pending_cleans(storage, base_path, source, timeline, hook=hook)
+    finished = complete_pending_cleans(storage, base_path, source, timeline, hook=hook, on_delete=on_delete)
     tl = (timeline or ActiveTimeline.load(storage, base_path)).reload()
     plan = plan_clean(storage, base_path, tl, retained)
     if plan is None:
@@ -328,4 +344,4 @@ def clean(
         t = next_time(source, latest)
     requested = tl.create_requested(CLEAN, t, plan)
     _hook(hook, "planned")
-    return _run(storage, base_path, tl, requested, plan, source, hook)
+    return _run(storage, base_path, tl, requested, plan, source, hook, on_delete)
