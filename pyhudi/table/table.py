@@ -25,7 +25,7 @@ from pyhudi.table.properties import (
 )
 from pyhudi.table.rollback import rollback_failed_writes
 from pyhudi.table.schema import COMMIT_TIME_COL, avro_schema_json, avro_to_arrow, check_compatible, with_meta
-from pyhudi.table.timeline import COMMIT, ActiveTimeline, InstantTimeGenerator
+from pyhudi.table.timeline import COMMIT, ActiveTimeline, Instant, InstantTimeGenerator
 from pyhudi.write.context import WriteJob
 from pyhudi.write.producer import PRODUCERS, WriteResult
 
@@ -181,6 +181,11 @@ class Table:
 
         t0 = time.perf_counter()
         opts = self._write_options(options)
+        given_op = opts.get(C.OPERATION)
+        if given_op is not None and given_op.strip().lower() not in C.OPERATIONS:
+            raise ConfigError(
+                f"option {C.OPERATION} has unknown value {given_op!r}; expected one of {', '.join(C.OPERATIONS)}"
+            )
         opts[C.OPERATION] = operation
         wc = C.WriteConfig.from_options(opts)
         from pyspark.sql.pandas.types import to_arrow_schema
@@ -210,18 +215,25 @@ class Table:
             view=FileSystemView.from_listing(self.storage, self.base_path, timeline),
             data_schema=data_schema,
         )
-        requested = timeline.create_requested(COMMIT, instant)
-        inflight = timeline.transition_to_inflight(requested, {"partitionToWriteStats": {}, "compacted": False,
-                                                               "extraMetadata": {}, "version": None,
-                                                               "operationType": PRODUCERS[wc.operation].operation_type})
         producer = PRODUCERS[wc.operation](job)
+        producer.validate_columns(df.columns)
+        pending: list[Instant] = []
+
+        def start_instant() -> None:
+            # The instant appears on the timeline only now, with the input validated (columns, null keys) and
+            # the write planned, so bad input leaves no trace. Markers and data files come after this.
+            requested = timeline.create_requested(COMMIT, instant)
+            pending.append(timeline.transition_to_inflight(
+                requested, {"partitionToWriteStats": {}, "compacted": False, "extraMetadata": {}, "version": None,
+                            "operationType": producer.operation_type}))
+
         job.progress = Progress(spark, enabled=progress)
         with job.progress:
             try:
-                result = producer.run(df)
+                result = producer.run(df, before_write=start_instant)
                 with job.timed("commit"):
                     metadata = producer.commit_metadata(result.stats)
-                    timeline.complete(inflight, metadata, gen.next(floor=instant))
+                    timeline.complete(pending[0], metadata, gen.next(floor=instant))
                     markers.delete_markers(self.storage, self.base_path, instant)
             finally:
                 producer.unpersist()

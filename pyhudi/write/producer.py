@@ -12,7 +12,7 @@ import os
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -116,7 +116,10 @@ class WriteProducer:
         self._persisted: list[DataFrame] = []
 
     # -- driver-side pipeline -------------------------------------------------------------------------
-    def run(self, df: DataFrame) -> WriteResult:
+    def run(self, df: DataFrame, before_write: Callable[[], None] | None = None) -> WriteResult:
+        """Prepare, tag, plan, write. ``before_write`` runs once the input is validated (missing columns, null
+        record keys) and the write planned, just before the first data file is written: the caller creates
+        the requested/inflight instant there, so bad input leaves nothing on the timeline."""
         job = self.job
         with task_errors():
             with job.timed("prepare"):
@@ -129,6 +132,8 @@ class WriteProducer:
                 counts = self.count(tagged)
             with job.timed("plan"):
                 buckets = self.plan(counts)
+            if before_write is not None:
+                before_write()
             with job.timed("write"):
                 statuses = self.write(tagged, buckets)
         self._fault("before_commit")
@@ -140,16 +145,7 @@ class WriteProducer:
         from pyspark.sql.pandas.types import from_arrow_schema
 
         cfg, job = self.cfg, self.job
-        data_cols = [c for c in df.columns if c not in META_COLUMNS]
-        names = set(data_cols)
-        for what, cols in (
-            ("record key", cfg.record_key_fields),
-            ("partition", cfg.partition_fields),
-            ("ordering", cfg.ordering_fields if not self.delete_all else ()),
-        ):
-            for c in cols:
-                if c not in names:
-                    raise InvalidInputError(f"input has no {what} column {c!r} (columns: {', '.join(data_cols)})")
+        data_cols = self.validate_columns(df.columns)
         keygen = KeyGenerator.from_options(cfg.options)
         out_schema = pa.schema(
             [*[job.data_schema.field(c) if c in job.data_schema.names else _arrow_field(df, c) for c in data_cols],
@@ -169,6 +165,22 @@ class WriteProducer:
                 .drop("__rn", "__seq")
             )
         return prepared
+
+    def validate_columns(self, columns: list[str]) -> list[str]:
+        """The input's data columns; InvalidInputError naming a record key, partition or ordering column the
+        input lacks."""
+        cfg = self.cfg
+        data_cols = [c for c in columns if c not in META_COLUMNS]
+        names = set(data_cols)
+        for what, cols in (
+            ("record key", cfg.record_key_fields),
+            ("partition", cfg.partition_fields),
+            ("ordering", cfg.ordering_fields if not self.delete_all else ()),
+        ):
+            for c in cols:
+                if c not in names:
+                    raise InvalidInputError(f"input has no {what} column {c!r} (columns: {', '.join(data_cols)})")
+        return data_cols
 
     def tag(self, prepared: DataFrame) -> DataFrame:
         from pyspark.sql import functions as F
