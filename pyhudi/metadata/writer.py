@@ -1,0 +1,404 @@
+"""Writing the metadata table (``<base>/.hoodie/metadata``): creation, one deltacommit per data-table action,
+rollback of a failed action's deltacommit, compaction, and cleaning of old file slices.
+
+Protocol (as Hudi's): a data-table action at instant T (commit, clean) first applies its file changes to the
+metadata table as a deltacommit with the same instant T: a new log file per touched file group holding one HFile
+data block. Readers use a block only once T is completed on the data timeline, so a write that dies between the
+two commits leaves nothing visible; the next write rolls the deltacommit back together with the data instant.
+Every ``hoodie.metadata.compact.max.delta.commits`` deltacommits the file groups are compacted into new base
+HFiles and older file slices are cleaned.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from pyhudi.errors import ConfigError
+from pyhudi.hfile import HFileWriter
+from pyhudi.io import bloom
+from pyhudi.io.compression import CODEC_GZ
+from pyhudi.io.logfile import hfile_data_block
+from pyhudi.io.storage import Storage
+from pyhudi.metadata.reader import FILES, METADATA_FOLDER, MetadataTableReader, metadata_base_path
+from pyhudi.metadata.records import (
+    ALL_PARTITIONS_KEY,
+    MetadataRecord,
+    encode_cells,
+    files_record,
+    partition_list_record,
+    writer_schema_json,
+)
+from pyhudi.table import filenames
+from pyhudi.table.fsview import FileSystemView
+from pyhudi.table.properties import (
+    METADATA_PARTITIONS,
+    METAFOLDER,
+    TableConfig,
+    create_table_config,
+    read_table_config,
+    update_table_config,
+)
+from pyhudi.table.timeline import (
+    COMMIT,
+    COMPACTION,
+    DELTA_COMMIT,
+    ActiveTimeline,
+    Instant,
+    InstantTimeGenerator,
+)
+
+METADATA_ENABLE = "hoodie.metadata.enable"
+COMPACT_MAX_DELTA_COMMITS = "hoodie.metadata.compact.max.delta.commits"
+DEFAULT_COMPACT_MAX_DELTA_COMMITS = 10
+FILE_SLICES_RETAINED = 2  # file slices kept per metadata file group after a compaction
+INIT_PREFIX = "00000000000000"  # partition initialisation instants: 14 zeros + a 3-digit partition offset
+DRIVER_TOKEN = "0-0-0"
+MDT_BLOOM_ENTRIES = 10000  # Hudi's metadata HFiles carry a 10000-entry DYNAMIC_V0 bloom filter of their keys
+
+_FILE_GROUP_PREFIX = {FILES: "files"}
+
+
+def file_group_id(partition: str, index: int) -> str:
+    prefix = _FILE_GROUP_PREFIX.get(partition, partition.replace("_", "-"))
+    return f"{prefix}-{index:04d}-0"
+
+
+def metadata_table_config(data: TableConfig) -> TableConfig:
+    """``hoodie.properties`` of a data table's metadata table, as Hudi 1.1 writes it."""
+    props = {
+        "hoodie.table.name": f"{data.table_name}_metadata",
+        "hoodie.table.type": "MERGE_ON_READ",
+        "hoodie.table.version": "9",
+        "hoodie.table.initial.version": "9",
+        "hoodie.timeline.layout.version": "2",
+        "hoodie.timeline.path": "timeline",
+        "hoodie.timeline.history.path": "history",
+        "hoodie.archivelog.folder": "history",
+        "hoodie.table.recordkey.fields": "key",
+        "hoodie.table.keygenerator.type": "HOODIE_TABLE_METADATA",
+        "hoodie.populate.meta.fields": "false",
+        "hoodie.table.base.file.format": "HFILE",
+        "hoodie.record.merge.mode": "CUSTOM",
+        "hoodie.record.merge.strategy.id": "00000000-0000-0000-0000-000000000000",
+        "hoodie.compaction.payload.class": "org.apache.hudi.metadata.HoodieMetadataPayload",
+        "hoodie.datasource.write.drop.partition.columns": "false",
+    }
+    return TableConfig(props).with_checksum()
+
+
+def _write_stat(partition: str, file_id: str, rel_path: str, size: int, n: int, log: bool, prev: str) -> dict[str, Any]:
+    name = posixpath.basename(rel_path)
+    return {
+        "fileId": file_id,
+        "path": rel_path,
+        "prevCommit": prev,
+        "numWrites": n,
+        "numDeletes": 0,
+        "numUpdateWrites": n if log else 0,
+        "totalWriteBytes": size,
+        "totalWriteErrors": 0,
+        "partitionPath": partition,
+        "totalLogRecords": 0,
+        "totalLogFiles": None,
+        "totalUpdatedRecordsCompacted": 0,
+        "numInserts": 0 if log else n,
+        "totalLogBlocks": 0,
+        "totalCorruptLogBlock": 0,
+        "totalRollbackBlocks": 0,
+        "fileSizeInBytes": size,
+        "logVersion": 1 if log else None,
+        "logOffset": 0 if log else None,
+        "baseFile": "" if log else None,
+        "logFiles": [name] if log else None,
+        "cdcStats": None,
+        "prevBaseFile": None,
+        "minEventTime": None,
+        "maxEventTime": None,
+        "runtimeStats": {"totalScanTime": 0, "totalCreateTime": 0, "totalUpsertTime": 0},
+        "totalLogFilesCompacted": 0,
+        "totalLogReadTimeMs": 0,
+        "totalLogSizeCompacted": 0,
+        "tempPath": None,
+        "numUpdates": 0,
+    }
+
+
+def _commit_metadata(stats: Mapping[str, list[dict[str, Any]]], operation: str) -> dict[str, Any]:
+    return {
+        "partitionToWriteStats": dict(stats),
+        "compacted": operation == "COMPACT",
+        "extraMetadata": {"schema": writer_schema_json()},
+        "version": None,
+        "operationType": operation,
+    }
+
+
+class MetadataWriter:
+    """Applies data-table changes to the metadata table of the table at ``base_path``."""
+
+    def __init__(self, storage: Storage, base_path: str, data_config: TableConfig) -> None:
+        self.storage = storage
+        self.base_path = base_path.rstrip("/")
+        self.mdt_path = metadata_base_path(self.base_path)
+        self.data_config = data_config
+
+    # -- state ----------------------------------------------------------------------------------------
+    @property
+    def exists(self) -> bool:
+        return self.storage.exists(posixpath.join(self.mdt_path, METAFOLDER, "hoodie.properties"))
+
+    def timeline(self) -> ActiveTimeline:
+        cfg = read_table_config(self.storage, posixpath.join(self.mdt_path, METAFOLDER))
+        return ActiveTimeline.load(self.storage, self.mdt_path, cfg)
+
+    def reader(self, data_timeline: ActiveTimeline | None = None) -> MetadataTableReader:
+        return MetadataTableReader(
+            self.storage, self.base_path, data_timeline=data_timeline, data_config=self.data_config
+        )
+
+    def delete(self) -> None:
+        """Remove the whole metadata table (``hoodie.metadata.enable=false``)."""
+        if self.storage.exists(self.mdt_path):
+            self.storage.delete(self.mdt_path)
+
+    def drop_partition(self, partition: str) -> None:
+        """Remove a metadata partition this writer does not maintain (after it left the table config)."""
+        path = posixpath.join(self.mdt_path, partition)
+        if self.storage.exists(path):
+            self.storage.delete(path)
+
+    # -- creation -------------------------------------------------------------------------------------
+    def create(self, data_timeline: ActiveTimeline) -> None:
+        """Create the metadata table with its ``files`` partition bootstrapped from a storage listing of the
+        committed files (done once), then list it in the data table's ``hoodie.table.metadata.partitions``."""
+        if self.exists:
+            self.storage.delete(self.mdt_path)  # a creation that died before registering: start over
+        create_table_config(
+            self.storage, posixpath.join(self.mdt_path, METAFOLDER), metadata_table_config(self.data_config)
+        )
+        view = FileSystemView.from_listing(self.storage, self.base_path, data_timeline)
+        files: dict[str, dict[str, int]] = defaultdict(dict)
+        for fg in view.file_groups():
+            for fs in fg.slices:
+                if fs.base_file is not None:
+                    files[fg.partition][fs.base_file.file_name] = fs.base_file.size
+                for lf in fs.log_files:
+                    files[fg.partition][lf.file_name] = lf.size
+        for p in view.partitions():
+            files.setdefault(p, {})
+        init = f"{INIT_PREFIX}000"
+        self._deltacommit(init, self._files_records(files, {}), operation="UPSERT_PREPPED")
+        update_table_config(
+            self.storage, posixpath.join(self.base_path, METAFOLDER), {METADATA_PARTITIONS: FILES}
+        )
+
+    # -- per data-table action ------------------------------------------------------------------------
+    @staticmethod
+    def _files_records(
+        added: Mapping[str, Mapping[str, int]], deleted: Mapping[str, Iterable[str]]
+    ) -> list[MetadataRecord]:
+        parts = sorted(set(added) | set(deleted))
+        records = [partition_list_record(parts)] if added else []
+        for p in parts:
+            files: dict[str, int | tuple[int, bool]] = dict(added.get(p, {}))
+            for name in deleted.get(p, ()):
+                files[name] = (0, True)
+            if files or p in added:
+                records.append(files_record(p, files))
+        return records
+
+    def apply_commit(self, instant: str, commit_metadata: Mapping[str, Any]) -> None:
+        """Record the files a data commit wrote (and replaced) as the metadata deltacommit ``instant``."""
+        added: dict[str, dict[str, int]] = defaultdict(dict)
+        for part, stats in (commit_metadata.get("partitionToWriteStats") or {}).items():
+            for s in stats:
+                if s.get("path"):
+                    added[part][posixpath.basename(s["path"])] = int(s.get("fileSizeInBytes") or 0)
+        self._deltacommit(instant, self._files_records(added, {}), operation="UPSERT_PREPPED")
+
+    def apply_clean(self, instant: str, deleted: Mapping[str, list[str]]) -> None:
+        """Record files a data-table clean is about to delete, as the metadata deltacommit ``instant``."""
+        if not any(deleted.values()):
+            return
+        self._deltacommit(instant, self._files_records({}, deleted), operation="UPSERT_PREPPED")
+
+    def _deltacommit(self, instant: str, records: list[MetadataRecord], operation: str) -> None:
+        tl = self.timeline()
+        existing = tl.get(instant)
+        if existing is not None and existing.is_completed:
+            return  # already applied (a retried clean)
+        if existing is not None:
+            self.rollback(instant)
+            tl = self.timeline()
+        by_partition: dict[str, list[MetadataRecord]] = defaultdict(list)
+        for r in records:
+            by_partition[FILES].append(r)
+        req = tl.create_requested(DELTA_COMMIT, instant)
+        inflight = tl.transition_to_inflight(req, _commit_metadata({}, operation))
+        stats: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        schema = writer_schema_json()
+        for part, recs in by_partition.items():
+            fg = file_group_id(part, 0)
+            filenames.write_partition_metadata(self.storage, self.mdt_path, part, instant)
+            name = filenames.make_log_file_name(fg, instant, 1, DRIVER_TOKEN)
+            block = hfile_data_block(encode_cells(recs), instant, schema)
+            rel = posixpath.join(part, name)
+            self.storage.write_bytes(posixpath.join(self.mdt_path, rel), block)
+            stats[part].append(_write_stat(part, fg, rel, len(block), len(recs), True, instant))
+        tl.complete(inflight, _commit_metadata(stats, operation), self._completion_time(tl, instant))
+
+    def _completion_time(self, tl: ActiveTimeline, instant: str) -> str:
+        """A completion time after ``instant`` and every real (non-initialisation) time on the timeline."""
+        times = [t for t in (instant, tl.latest_time()) if t and not t.startswith(INIT_PREFIX)]
+        return InstantTimeGenerator(lock_key=self.mdt_path).next(floor=max(times) if times else None)
+
+    # -- rollback -------------------------------------------------------------------------------------
+    def rollback(self, instant: str) -> None:
+        """Remove the deltacommit ``instant`` (of a data action that did not complete): its log files, then
+        its timeline files. Readers never used it (its data instant is not completed)."""
+        if not self.exists:
+            return
+        for st in self.storage.list(self.mdt_path, recursive=True):
+            if st.is_dir or METAFOLDER in st.path[len(self.mdt_path):].split("/"):
+                continue
+            parsed = filenames.parse_data_file_name(st.name)
+            if parsed is not None and parsed.instant == instant:  # log files of a deltacommit, base files of a compaction
+                self.storage.delete(st.path)
+        tl = self.timeline()
+        for inst in sorted(tl.all_instant_files, key=lambda i: -int(i.state)):
+            if inst.requested_time == instant:
+                self.storage.delete(tl.path_of(inst))
+
+    def recover(self, data_timeline: ActiveTimeline) -> None:
+        """Undo what a writer that died left behind: deltacommits of data actions that are still pending
+        (or being rolled back) and pending compactions. Must run before the data-table rollback completes:
+        readers treat the instants a data rollback lists as valid."""
+        if not self.exists:
+            return
+        targets = {i.requested_time for i in data_timeline.pending() if i.action != "clean"}
+        for rb in data_timeline.by_action("rollback").pending():
+            plan = data_timeline.read_content(rb) or {}
+            t = (plan.get("instantToRollback") or {}).get("commitTime")
+            if t:
+                targets.add(str(t))
+        for inst in self.timeline().pending():
+            if inst.action != DELTA_COMMIT or inst.requested_time in targets:
+                targets.add(inst.requested_time)
+        for t in sorted(targets):
+            self.rollback(t)
+
+    # -- compaction and cleaning ----------------------------------------------------------------------
+    def maybe_compact(self, data_timeline: ActiveTimeline, max_delta_commits: int, new_time: str) -> Instant | None:
+        tl = self.timeline()
+        done = list(tl.completed())
+        last_compaction = max((i.requested_time for i in done if i.action == COMMIT), default="")
+        deltas = [i for i in done if i.action == DELTA_COMMIT and i.requested_time > last_compaction]
+        if len(deltas) < max_delta_commits:
+            return None
+        inst = self.compact(data_timeline, new_time)
+        self.clean_file_slices()
+        return inst
+
+    def compact(self, data_timeline: ActiveTimeline, instant: str) -> Instant:
+        """Merge every metadata file group's latest slice (valid blocks only) into a new base HFile."""
+        tl = self.timeline()
+        reader = self.reader(data_timeline)
+        ops = []
+        slices = []
+        for part in reader.partitions():
+            for fs in reader.file_slices(part):
+                slices.append((part, fs))
+                ops.append(
+                    {
+                        "baseInstantTime": fs.base_instant,
+                        "deltaFilePaths": [lf.file_name for lf in fs.log_files],
+                        "dataFilePath": fs.base_file.file_name if fs.base_file else None,
+                        "fileId": fs.file_id,
+                        "partitionPath": part,
+                        "metrics": {"TOTAL_LOG_FILES": float(len(fs.log_files))},
+                        "bootstrapFilePath": None,
+                    }
+                )
+        plan = {"operations": ops, "extraMetadata": {}, "version": 2, "strategy": None, "preserveHoodieMetadata": None}
+        req = tl.create_requested(COMPACTION, instant, plan)
+        inflight = tl.transition_to_inflight(req, None)
+        stats: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for part, fs in slices:
+            live = [_live_record(r) for r in reader._merge_slice(fs).values() if not r.is_absent]
+            name = filenames.make_base_file_name(fs.file_id, DRIVER_TOKEN, instant, extension="hfile")
+            rel = posixpath.join(part, name)
+            data = self._base_hfile(live, rel)
+            self.storage.write_bytes(posixpath.join(self.mdt_path, rel), data)
+            stats[part].append(_write_stat(part, fs.file_id, rel, len(data), len(live), False, "null"))
+        return tl.complete(inflight, _commit_metadata(stats, "COMPACT"), self._completion_time(tl, instant))
+
+    @staticmethod
+    def _base_hfile(records: list[MetadataRecord], name: str) -> bytes:
+        cells = encode_cells(records)
+        bf = bloom.BloomFilter.create(MDT_BLOOM_ENTRIES)
+        if cells:
+            bf.add_many([k for k, _ in cells])
+        import pyarrow as pa
+
+        out = pa.BufferOutputStream()
+        w = HFileWriter(
+            out,
+            codec=CODEC_GZ,
+            file_info={"schema": writer_schema_json().encode()},
+            bloom_filter=bf,
+            name=name,
+        )
+        w.append_batch([k for k, _ in cells], [v for _, v in cells])
+        w.close()
+        return bytes(out.getvalue().to_pybytes())
+
+    def clean_file_slices(self, retained: int = FILE_SLICES_RETAINED) -> int:
+        """Delete metadata file slices older than the ``retained`` latest of each file group."""
+        tl = self.timeline()
+        view = FileSystemView.load(self.storage, self.mdt_path, timeline=tl)
+        removed = 0
+        for fg in view.file_groups():
+            for fs in fg.slices[:-retained] if len(fg.slices) > retained else ():
+                for rel in fs.relative_paths:
+                    self.storage.delete(posixpath.join(self.mdt_path, rel))
+                    removed += 1
+        return removed
+
+
+def _live_record(r: MetadataRecord) -> MetadataRecord:
+    """A record as it goes into a compacted base file: files maps without tombstones."""
+    if r.key == ALL_PARTITIONS_KEY or r.type in (1, 2):
+        live = r.live_files
+        return (partition_list_record(live) if r.key == ALL_PARTITIONS_KEY else files_record_from(r.key, live))
+    return r
+
+
+def files_record_from(key: str, files: Mapping[str, int]) -> MetadataRecord:
+    from pyhudi.metadata.records import partition_path
+
+    return files_record(partition_path(key), dict(files))
+
+
+def mdt_enabled(options: Mapping[str, str]) -> bool:
+    """``hoodie.metadata.enable`` (default true)."""
+    v = str(options.get(METADATA_ENABLE, "true")).strip().lower()
+    if v not in ("true", "false"):
+        raise ConfigError(f"option {METADATA_ENABLE} must be true or false, got {options.get(METADATA_ENABLE)!r}")
+    return v == "true"
+
+
+def mdt_max_delta_commits(options: Mapping[str, str]) -> int:
+    raw = options.get(COMPACT_MAX_DELTA_COMMITS, str(DEFAULT_COMPACT_MAX_DELTA_COMMITS))
+    try:
+        n = int(str(raw))
+    except ValueError:
+        raise ConfigError(f"option {COMPACT_MAX_DELTA_COMMITS} must be an integer, got {raw!r}") from None
+    if n < 1:
+        raise ConfigError(f"option {COMPACT_MAX_DELTA_COMMITS} must be >= 1, got {n}")
+    return n
+
+
+__all__ = ["METADATA_FOLDER", "MetadataWriter"]
