@@ -12,16 +12,21 @@ import pyarrow.compute as pc
 from pyhudi import config as C
 from pyhudi.errors import ConfigError, InvalidInputError, PyHudiError
 from pyhudi.io.storage import Storage
+from pyhudi.metadata.reader import FILES, MetadataListing, MetadataTableReader, metadata_base_path
+from pyhudi.metadata.writer import MetadataWriter, mdt_enabled, mdt_max_delta_commits
 from pyhudi.spark.errors import task_errors
 from pyhudi.spark.progress import Progress
 from pyhudi.table import base_file, markers
 from pyhudi.table.clean import clean as run_clean
 from pyhudi.table.fsview import FileSystemView
 from pyhudi.table.properties import (
+    METADATA_PARTITIONS,
+    METADATA_PARTITIONS_INFLIGHT,
     METAFOLDER,
     TableConfig,
     create_table_config,
     read_table_config,
+    update_table_config,
 )
 from pyhudi.table.rollback import rollback_failed_writes
 from pyhudi.table.schema import COMMIT_TIME_COL, avro_schema_json, avro_to_arrow, check_compatible, with_meta
@@ -136,8 +141,54 @@ class Table:
             return avro_to_arrow(self.config.create_schema)
         raise PyHudiError(f"{self.base_path}: table has no schema yet")
 
-    def view(self, timeline: ActiveTimeline | None = None) -> FileSystemView:
-        return FileSystemView.from_listing(self.storage, self.base_path, timeline or self.timeline())
+    @property
+    def has_metadata_table(self) -> bool:
+        """True when readers list this table through its metadata table's ``files`` partition."""
+        return FILES in self.config.metadata_partitions and self.storage.exists(
+            posixpath.join(metadata_base_path(self.base_path), METAFOLDER, "hoodie.properties")
+        )
+
+    def view(self, timeline: ActiveTimeline | None = None, *, use_metadata: bool | None = None) -> FileSystemView:
+        """Latest file slices: from the metadata table when the table has one, else from a storage listing."""
+        tl = timeline or self.timeline()
+        if use_metadata is None:
+            use_metadata = self.has_metadata_table
+        if use_metadata:
+            listing = MetadataListing(
+                MetadataTableReader(self.storage, self.base_path, data_timeline=tl, data_config=self.config)
+            )
+            return FileSystemView.load(self.storage, self.base_path, timeline=tl, config=self.config, listing=listing)
+        return FileSystemView.from_listing(self.storage, self.base_path, tl)
+
+    def _prepare_metadata(self, options: Mapping[str, str], timeline: ActiveTimeline) -> MetadataWriter | None:
+        """Bring the metadata table in line with ``hoodie.metadata.enable`` before a write: create it (files
+        partition bootstrapped from a listing, once), drop partitions pyhudi does not maintain (a stale index
+        would mislead readers), or remove it when disabled."""
+        meta = posixpath.join(self.base_path, METAFOLDER)
+        writer = MetadataWriter(self.storage, self.base_path, self.config)
+        if not mdt_enabled(options):
+            if self.config.metadata_partitions or writer.exists:
+                self.config = update_table_config(
+                    self.storage, meta, deletes=[METADATA_PARTITIONS, METADATA_PARTITIONS_INFLIGHT]
+                )
+                writer.delete()
+            return None
+        maintained = {FILES}
+        stale = [p for p in self.config.metadata_partitions if p not in maintained]
+        stale += [p for p in self.config.metadata_partitions_inflight if p not in maintained]
+        if stale:
+            keep = [p for p in self.config.metadata_partitions if p in maintained]
+            self.config = update_table_config(
+                self.storage, meta, {METADATA_PARTITIONS: ",".join(keep), METADATA_PARTITIONS_INFLIGHT: ""}
+            )
+            for p in stale:
+                writer.drop_partition(p)
+        writer.data_config = self.config
+        if not self.has_metadata_table:
+            writer.create(timeline)
+            self.config = read_table_config(self.storage, meta)
+            writer.data_config = self.config
+        return writer
 
     def _write_options(self, options: Mapping[str, str] | None) -> dict[str, str]:
         """Table properties first (they win for table-defining keys), then the caller's options."""
@@ -199,9 +250,12 @@ class Table:
             data_schema = self.schema() if has_commits else avro_to_arrow(self.config.create_schema) \
                 if self.config.create_schema else incoming
             check_compatible(data_schema, incoming, f"write to {self.base_path}")
+        mdt_enabled(opts)  # reject a bad hoodie.metadata.enable before touching anything
         gen = InstantTimeGenerator(lock_key=self.base_path)
+        MetadataWriter(self.storage, self.base_path, self.config).recover(timeline)  # before the data rollback
         rollback_failed_writes(self.storage, self.base_path, timeline, gen)
         timeline = timeline.reload()
+        writer = self._prepare_metadata(opts, timeline)
         instant = gen.next(floor=timeline.latest_time())
         spark = df.sparkSession
         job = WriteJob(
@@ -212,7 +266,7 @@ class Table:
             config=wc,
             instant=instant,
             timeline=timeline,
-            view=FileSystemView.from_listing(self.storage, self.base_path, timeline),
+            view=self.view(timeline),
             data_schema=data_schema,
         )
         producer = PRODUCERS[wc.operation](job)
@@ -233,6 +287,9 @@ class Table:
                 result = producer.run(df, before_write=start_instant)
                 with job.timed("commit"):
                     metadata = producer.commit_metadata(result.stats)
+                    if writer is not None:
+                        writer.apply_commit(instant, metadata)
+                    producer.fault("before_data_commit")
                     timeline.complete(pending[0], metadata, gen.next(floor=instant))
                     markers.delete_markers(self.storage, self.base_path, instant)
             finally:
@@ -241,8 +298,17 @@ class Table:
                 with job.timed("clean"):
                     tl = self.timeline()
                     run_clean(
-                        self.storage, self.base_path, tl, wc.cleaner_commits_retained, gen.next(floor=tl.latest_time())
+                        self.storage,
+                        self.base_path,
+                        tl,
+                        wc.cleaner_commits_retained,
+                        gen.next(floor=tl.latest_time()),
+                        on_delete=writer.apply_clean if writer is not None else None,
                     )
+            if writer is not None:
+                with job.timed("metadata_compaction"):
+                    tl = self.timeline()
+                    writer.maybe_compact(tl, mdt_max_delta_commits(opts), gen.next(floor=tl.latest_time()))
         job.timings["total"] = time.perf_counter() - t0
         result.timings = job.timings
         return result
@@ -256,8 +322,7 @@ class Table:
         tl = self.timeline()
         if as_of is not None and not tl.completed().contains(as_of):
             raise InvalidInputError(f"{self.base_path}: no completed instant {as_of} to read as of")
-        view = FileSystemView.from_listing(self.storage, self.base_path, tl)
-        files = [f.relative_path for f in view.latest_base_files(as_of=as_of)]
+        files = [f.relative_path for f in self.view(tl).latest_base_files(as_of=as_of)]
         return self._read_files(spark, files, None, None)
 
     def read_incremental(self, start: str, end: str | None = None, spark: SparkSession | None = None) -> DataFrame:
@@ -266,8 +331,7 @@ class Table:
 
         spark = spark or get_spark()
         tl = self.timeline()
-        view = FileSystemView.from_listing(self.storage, self.base_path, tl)
-        files = [f.relative_path for f in view.latest_base_files(as_of=end)]
+        files = [f.relative_path for f in self.view(tl).latest_base_files(as_of=end)]
         return self._read_files(spark, files, start, end)
 
     def _read_files(self, spark: SparkSession, files: list[str], start: str | None, end: str | None) -> DataFrame:
@@ -284,7 +348,7 @@ class Table:
     def to_arrow(self, as_of: str | None = None) -> pa.Table:
         """Snapshot read without Spark (driver-local; for small tables and tools)."""
         tl = self.timeline()
-        view = FileSystemView.from_listing(self.storage, self.base_path, tl)
+        view = self.view(tl)
         schema = with_meta(self.schema()) if tl.completed_commits() else None
         tables = [
             base_file.read_base_file(self.storage, posixpath.join(self.base_path, f.relative_path))

@@ -136,7 +136,7 @@ class WriteProducer:
                 before_write()
             with job.timed("write"):
                 statuses = self.write(tagged, buckets)
-        self._fault("before_commit")
+        self.fault("before_commit")
         return self.commit_result(statuses)
 
     def prepare(self, df: DataFrame) -> DataFrame:
@@ -157,7 +157,9 @@ class WriteProducer:
         )
         if getattr(cfg, self.combine_option):
             order = [F.col(f).desc_nulls_first() for f in cfg.ordering_fields] if not self.delete_all else []
-            w = Window.partitionBy(RECORD_KEY_COL).orderBy(*order, F.col("__seq").desc())
+            # one record per HoodieKey (key + partition path); per record key only with a global index
+            by = [RECORD_KEY_COL] if cfg.is_global_index else [RECORD_KEY_COL, PARTITION_PATH_COL]
+            w = Window.partitionBy(*by).orderBy(*order, F.col("__seq").desc())
             prepared = (
                 prepared.withColumn("__seq", F.monotonically_increasing_id())
                 .withColumn("__rn", F.row_number().over(w))
@@ -353,7 +355,8 @@ class WriteProducer:
     def _fault_value(self) -> str | None:
         return self.cfg.options.get(FAULT_OPTION) or os.environ.get(FAULT_ENV) or None
 
-    def _fault(self, point: str) -> None:
+    def fault(self, point: str) -> None:
+        """Test-only fault injection (``pyhudi.test.fault`` / ``PYHUDI_TEST_FAULT``) at a named point."""
         v = self._fault_value()
         if v == point:
             raise RuntimeError(f"injected fault: {point}")
