@@ -43,6 +43,7 @@ def _register() -> None:
     main.add_command(table_cmd.write)
     main.add_command(table_cmd.read)
     main.add_command(table_cmd.timeline)
+    main.add_command(table_cmd.validate)
 
 
 _register()

@@ -154,3 +154,24 @@ def timeline(table: str, as_json: bool) -> None:
         emit_json(rows)
     else:
         echo_table(rows, ["instant", "action", "state", "completed"])
+
+
+@click.command()
+@click.argument("table")
+@click.option("--json", "as_json", is_flag=True)
+def validate(table: str, as_json: bool) -> None:
+    """Check TABLE's metadata table against the committed files on storage (exit 1 on any difference)."""
+    from pyhudi.metadata.validate import validate_table
+    from pyhudi.table.table import Table
+
+    rep = validate_table(Table.open(table))
+    d = rep.to_dict()
+    if as_json:
+        emit_json(d)
+    else:
+        click.echo(f"{table}: {'ok' if rep.ok else 'DIFFERENCES FOUND'} ({d['partitions']} partitions, {d['files']} files)")
+        for k in ("missing_in_metadata", "extra_in_metadata", "size_mismatch", "file_slices_differ", "problems"):
+            for item in d[k]:
+                click.echo(f"  {k}: {item}")
+    if not rep.ok:
+        raise SystemExit(1)

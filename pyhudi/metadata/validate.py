@@ -1,0 +1,89 @@
+"""``pyhudi validate``: does the metadata table tell the truth about the table's files?
+
+Compares the ``files`` partition (merged, valid blocks only) with the committed data files found on storage
+(files whose instant is completed on the data timeline), and the latest file slices built from each source.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyhudi.metadata.reader import MetadataTableReader
+from pyhudi.table.filenames import parse_data_file_name
+from pyhudi.table.fsview import StorageListing
+from pyhudi.table.table import Table
+
+
+@dataclass
+class ValidationReport:
+    table: str
+    metadata_table: bool
+    partitions: int = 0
+    files: int = 0
+    missing: list[str] = field(default_factory=list)  # committed on storage, not in the metadata table
+    extra: list[str] = field(default_factory=list)  # in the metadata table, not on storage
+    size_mismatch: list[str] = field(default_factory=list)
+    slices_differ: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not (self.missing or self.extra or self.size_mismatch or self.slices_differ or self.problems)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "table": self.table,
+            "metadata_table": self.metadata_table,
+            "partitions": self.partitions,
+            "files": self.files,
+            "missing_in_metadata": self.missing,
+            "extra_in_metadata": self.extra,
+            "size_mismatch": self.size_mismatch,
+            "file_slices_differ": self.slices_differ,
+            "problems": self.problems,
+        }
+
+
+def _committed_on_storage(table: Table, completed: set[str]) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    for part, entries in StorageListing(table.storage, table.base_path).list_partition_files().items():
+        files = {}
+        for e in entries:
+            parsed = parse_data_file_name(e.name)
+            if parsed is not None and parsed.instant in completed:
+                files[e.name] = e.size
+        out[part] = files
+    return out
+
+
+def validate_table(table: Table) -> ValidationReport:
+    rep = ValidationReport(table.base_path, table.has_metadata_table)
+    tl = table.timeline()
+    if not rep.metadata_table:
+        rep.problems.append("the table has no metadata table (hoodie.table.metadata.partitions lacks 'files')")
+        return rep
+    completed = {i.requested_time for i in tl.completed()}
+    on_storage = _committed_on_storage(table, completed)
+    reader = MetadataTableReader(table.storage, table.base_path, data_timeline=tl, data_config=table.config)
+    in_mdt = reader.all_files()
+    listed = set(reader.list_partitions())
+    parts = set(on_storage) | set(in_mdt)
+    rep.partitions = len(parts)
+    for p in sorted(parts):
+        if p not in listed and on_storage.get(p):
+            rep.problems.append(f"partition {p!r} is missing from __all_partitions__")
+        disk, meta = on_storage.get(p, {}), in_mdt.get(p, {})
+        rep.files += len(disk)
+        rep.missing += [f"{p}/{n}" if p else n for n in sorted(set(disk) - set(meta))]
+        rep.extra += [f"{p}/{n}" if p else n for n in sorted(set(meta) - set(disk))]
+        rep.size_mismatch += [
+            f"{p}/{n}: {meta[n]} in metadata, {disk[n]} on storage"
+            for n in sorted(set(disk) & set(meta))
+            if meta[n] != disk[n]
+        ]
+    a = {(s.partition, s.file_id): s.relative_paths for s in table.view(tl, use_metadata=True).latest_file_slices()}
+    b = {(s.partition, s.file_id): s.relative_paths for s in table.view(tl, use_metadata=False).latest_file_slices()}
+    rep.slices_differ = [f"{p}/{f}" for (p, f) in sorted(set(a) | set(b)) if a.get((p, f)) != b.get((p, f))]
+    return rep
