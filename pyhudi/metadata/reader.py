@@ -20,6 +20,7 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 from pyhudi.errors import PyHudiError
 from pyhudi.hfile import HFileReader
@@ -75,6 +76,45 @@ def valid_instants(data_timeline: ActiveTimeline, mdt_timeline: Timeline) -> set
     return valid
 
 
+@dataclass(frozen=True)
+class BlockFilter:
+    """Which log-block instants readers may use (picklable: Spark tasks apply it too)."""
+
+    valid: frozenset[str]
+    mdt_completed: frozenset[str]
+    mdt_instants: frozenset[str]
+    mdt_start: str | None
+
+    def ok(self, instant: str | None) -> bool:
+        if instant is None or instant not in self.valid:
+            return False
+        archived = self.mdt_start is not None and instant < self.mdt_start and instant not in self.mdt_instants
+        return instant in self.mdt_completed or archived
+
+
+def valid_log_blocks(storage: Storage, paths: Sequence[str], block_filter: BlockFilter) -> list[LogBlock]:
+    """The log blocks of a file slice's log files that count, in log order, after rollbacks and log compaction."""
+    kept: list[LogBlock] = []
+    for path in paths:
+        with LogFileReader.open(storage, path, load_content=False) as r:
+            for b in r.blocks():
+                if b.is_corrupt:
+                    kept.append(b)
+                    continue
+                if b.block_type == BlockType.COMMAND:
+                    if b.is_rollback and block_filter.ok(b.instant_time):
+                        target = b.target_instant_time
+                        kept = [k for k in kept if not k.is_corrupt and k.instant_time != target]
+                    continue
+                if not block_filter.ok(b.instant_time):
+                    continue
+                _ = b.content  # load while the file is open
+                kept.append(b)
+    kept = [b for b in kept if not b.is_corrupt]
+    superseded = {t for b in kept for t in b.compacted_block_times}
+    return [b for b in kept if b.instant_time not in superseded or b.compacted_block_times]
+
+
 class MetadataTableReader:
     """Merged, timeline-filtered reads of a table's metadata table."""
 
@@ -99,10 +139,13 @@ class MetadataTableReader:
         self.timeline = ActiveTimeline.load(storage, self.mdt_path, self.config)
         self.valid = valid_instants(data_timeline, self.timeline)
         self.view = FileSystemView.load(storage, self.mdt_path, timeline=self.timeline, config=self.config)
-        done = self.timeline.completed()
-        self._mdt_done = {i.requested_time for i in done}
         first = self.timeline.first()
-        self._mdt_start = first.requested_time if first is not None else None
+        self.block_filter = BlockFilter(
+            frozenset(self.valid),
+            frozenset(i.requested_time for i in self.timeline.completed()),
+            frozenset(i.requested_time for i in self.timeline),
+            first.requested_time if first is not None else None,
+        )
         self._cache: dict[str, dict[str, MetadataRecord]] = {}
 
     # -- file slices ------------------------------------------------------------------------------------------
@@ -116,38 +159,16 @@ class MetadataTableReader:
         return sorted(slices, key=lambda s: (_fg_index(s.file_id), s.file_id))
 
     def _block_ok(self, instant: str | None) -> bool:
-        if instant is None:
-            return False
-        completed = instant in self._mdt_done or (
-            self._mdt_start is not None and instant < self._mdt_start and not self.timeline.contains(instant)
-        )
-        return completed and instant in self.valid
+        return self.block_filter.ok(instant)
 
     def valid_blocks(self, fs: FileSlice) -> list[LogBlock]:
         """The log blocks of a slice that count, in log order, after rollbacks and log compaction."""
-        kept: list[LogBlock] = []
-        for lf in fs.log_files:
-            path = posixpath.join(self.mdt_path, lf.relative_path)
-            with LogFileReader.open(self.storage, path, load_content=False) as r:
-                for b in r.blocks():
-                    if b.is_corrupt:
-                        kept.append(b)
-                        continue
-                    if b.block_type == BlockType.COMMAND:
-                        if b.is_rollback and self._block_ok(b.instant_time):
-                            target = b.target_instant_time
-                            kept = [k for k in kept if not k.is_corrupt and k.instant_time != target]
-                        continue
-                    if not self._block_ok(b.instant_time):
-                        continue
-                    _ = b.content  # load while the file is open
-                    kept.append(b)
-        kept = [b for b in kept if not b.is_corrupt]
-        superseded = {t for b in kept for t in b.compacted_block_times}
-        return [b for b in kept if b.instant_time not in superseded or b.compacted_block_times]
+        return valid_log_blocks(
+            self.storage, [posixpath.join(self.mdt_path, lf.relative_path) for lf in fs.log_files], self.block_filter
+        )
 
     # -- merged records ---------------------------------------------------------------------------------------
-    def _merge_slice(self, fs: FileSlice, keys: set[str] | None = None) -> dict[str, MetadataRecord]:
+    def merge_slice(self, fs: FileSlice, keys: set[str] | None = None) -> dict[str, MetadataRecord]:
         merged: dict[str, MetadataRecord] = {}
         if fs.base_file is not None:
             path = posixpath.join(self.mdt_path, fs.base_file.relative_path)
@@ -181,7 +202,7 @@ class MetadataTableReader:
         if partition not in self._cache:
             out: dict[str, MetadataRecord] = {}
             for fs in self.file_slices(partition):
-                for k, rec in self._merge_slice(fs).items():
+                for k, rec in self.merge_slice(fs).items():
                     if not rec.is_absent:
                         out[k] = rec
             self._cache[partition] = out
@@ -207,7 +228,7 @@ class MetadataTableReader:
             groups = [(s, wanted) for s in slices]
         out: dict[str, MetadataRecord] = {}
         for fs, ks in groups:
-            for k, rec in self._merge_slice(fs, ks).items():
+            for k, rec in self.merge_slice(fs, ks).items():
                 if not rec.is_absent:
                     out[k] = rec
         return out

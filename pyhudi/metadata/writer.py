@@ -327,7 +327,7 @@ class MetadataWriter:
         inflight = tl.transition_to_inflight(req, None)
         stats: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for part, fs in slices:
-            live = [_live_record(r) for r in reader._merge_slice(fs).values() if not r.is_absent]
+            live = [_live_record(r) for r in reader.merge_slice(fs).values() if not r.is_absent]
             name = filenames.make_base_file_name(fs.file_id, DRIVER_TOKEN, instant, extension="hfile")
             rel = posixpath.join(part, name)
             data = self._base_hfile(live, rel)

@@ -93,7 +93,7 @@ def test_record_index_maps_every_live_key(mdt_tables: dict[str, Path], zip_name:
     # routing by hash is what Hudi does: every key sits in the file group its hash names
     everything = {}
     for i, fs in enumerate(r.file_slices(RECORD_INDEX)):
-        for k in r._merge_slice(fs):
+        for k in r.merge_slice(fs):
             assert record_index_file_group(k, n) == i
             everything[k] = i
     # the full partition read agrees with the lookups
@@ -130,7 +130,7 @@ def test_some_record_index_entries_live_only_in_logs(mdt_tables: dict[str, Path]
 
                 with HFileReader.open(r.storage, f"{r.mdt_path}/{fs.base_file.relative_path}") as h:
                     in_base = {k.decode() for k in h.read_all().column("key").to_pylist()}
-            only_logs += len(set(r._merge_slice(fs)) - in_base)
+            only_logs += len(set(r.merge_slice(fs)) - in_base)
     assert only_logs > 0
 
 
