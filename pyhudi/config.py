@@ -46,7 +46,7 @@ AUTO_CLEAN = "hoodie.clean.automatic"
 METADATA_ENABLE = "hoodie.metadata.enable"
 
 OPERATIONS = ("insert", "upsert", "delete", "bulk_insert")
-INDEX_TYPES = ("SIMPLE", "GLOBAL_SIMPLE")
+INDEX_TYPES = ("SIMPLE", "GLOBAL_SIMPLE", "RECORD_INDEX")
 MERGE_MODES = ("EVENT_TIME_ORDERING", "COMMIT_TIME_ORDERING")
 KEYGEN_TYPES = ("SIMPLE", "COMPLEX", "NON_PARTITION", "NON_PARTITIONED")
 
@@ -152,7 +152,7 @@ class WriteConfig:
             )
         o.setdefault(RECORD_MERGE_MODE, "EVENT_TIME_ORDERING" if ordering else "COMMIT_TIME_ORDERING")
         merge_mode = _choice(o, RECORD_MERGE_MODE, MERGE_MODES)
-        upp_key = SIMPLE_INDEX_UPDATE_PARTITION_PATH
+        upp_key = RECORD_INDEX_UPDATE_PARTITION_PATH if index_type == "RECORD_INDEX" else SIMPLE_INDEX_UPDATE_PARTITION_PATH
         parallelism = _int(o, UPSERT_PARALLELISM if op != "bulk_insert" else BULKINSERT_PARALLELISM)
         codec = str(o.get(PARQUET_COMPRESSION, DEFAULTS[PARQUET_COMPRESSION])).lower()
         if codec not in ("gzip", "snappy", "zstd", "none", "uncompressed", "lz4", "brotli"):
@@ -184,4 +184,4 @@ class WriteConfig:
 
     @property
     def is_global_index(self) -> bool:
-        return self.index_type.startswith("GLOBAL_")
+        return self.index_type.startswith("GLOBAL_") or self.index_type == "RECORD_INDEX"

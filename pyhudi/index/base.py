@@ -34,6 +34,10 @@ def index_for(index_type: str) -> Index:
     from pyhudi.index.simple import SimpleIndex
 
     t = index_type.upper()
+    if t == "RECORD_INDEX":
+        from pyhudi.index.record import RecordLevelIndex
+
+        return RecordLevelIndex()
     if t == "SIMPLE":
         return SimpleIndex(is_global=False)
     if t == "GLOBAL_SIMPLE":

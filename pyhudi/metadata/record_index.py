@@ -230,3 +230,167 @@ class RecordIndexLookup:
         fgs = file_groups_of(arr, self.num_file_groups)
         parts = [self.lookup_group(int(g), arr.filter(pa.array(fgs == g))) for g in np.unique(fgs)]
         return pa.concat_tables(parts)
+
+
+# -- Spark jobs ----------------------------------------------------------------------------------------------
+_FG_COL = "__rli_fg"
+
+
+def add_file_group_task(key_col: str, n: int):
+    """mapInArrow function appending the record-index file group of ``key_col`` to every batch."""
+
+    def run(batches):
+        for b in batches:
+            yield b.append_column(_FG_COL, pa.array(file_groups_of(b.column(key_col), n), pa.int32()))
+
+    return run
+
+
+STAT_SCHEMA = pa.schema([("rel", pa.string()), ("file_id", pa.string()), ("size", pa.int64()), ("n", pa.int64())])
+
+
+def write_updates(spark, status_df, storage: Storage, mdt_path: str, instant: str, n: int, parallelism: int) -> list[dict]:
+    """Append one log file per touched record-index file group for the commit ``instant``: new mappings for
+    inserted keys, delete markers for deleted keys (a key both deleted and inserted, i.e. moved, keeps only
+    its new mapping). Runs as a Spark job over the WriteStatus rows; returns one stat per log file."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    ins = status_df.select("partition", "file_id", F.explode("inserted_keys").alias("key"))
+    dels = (
+        status_df.select(F.explode("deleted_keys").alias("key"))
+        .join(ins.select("key"), "key", "left_anti")
+        .select(F.lit(None).cast("string").alias("partition"), F.lit(None).cast("string").alias("file_id"), "key")
+    )
+    rows = ins.unionByName(dels)
+    in_schema = pa.schema([("partition", pa.string()), ("file_id", pa.string()), ("key", pa.string()), (_FG_COL, pa.int32())])
+    with_fg = rows.mapInArrow(add_file_group_task("key", n), from_arrow_schema(in_schema))
+    t_ms = instant_to_ms(instant)
+
+    def write_group(t: pa.Table) -> pa.Table:
+        from pyhudi.table.filenames import make_log_file_name
+        from pyhudi.write.executor import task_ids
+
+        fg = int(t.column(_FG_COL)[0].as_py())
+        is_ins = pc.is_valid(t.column("file_id"))
+        ins_t = t.filter(is_ins)
+        deleted = t.filter(pc.invert(is_ins)).column("key").to_pylist()
+        values = encode_locations(
+            ins_t.column("partition").combine_chunks(),
+            ins_t.column("file_id").combine_chunks(),
+            pa.array(np.full(ins_t.num_rows, t_ms), pa.int64()),
+        )
+        data = log_block_bytes(instant, ins_t.column("key").combine_chunks(), values, deleted)
+        fid = file_group_id(fg)
+        _, token = task_ids()
+        rel = posixpath.join(RECORD_INDEX, make_log_file_name(fid, instant, 1, token))
+        storage.write_bytes(posixpath.join(mdt_path, rel), data)
+        return pa.table({"rel": [rel], "file_id": [fid], "size": [len(data)], "n": [t.num_rows]}, schema=STAT_SCHEMA)
+
+    out = with_fg.repartition(max(1, min(n, parallelism)), _FG_COL).groupBy(_FG_COL).applyInArrow(
+        write_group, from_arrow_schema(STAT_SCHEMA)
+    )
+    return [r.asDict() for r in out.collect()]
+
+
+def tag_task(lookup: RecordIndexLookup, key_col: str, loc_partition_col: str, loc_file_id_col: str):
+    """applyInArrow function over the records of one record-index file group: adds their current location."""
+
+    def run(t: pa.Table) -> pa.Table:
+        fg = int(t.column(_FG_COL)[0].as_py())
+        keys = t.column(key_col).combine_chunks()
+        found = lookup.lookup_group(fg, keys)
+        idx = pc.index_in(keys, value_set=found.column("key").combine_chunks() if found.num_rows else pa.array([], pa.string()))
+        part = found.column("partition").combine_chunks().take(idx) if found.num_rows else pa.nulls(len(keys), pa.string())
+        fid = found.column("file_id").combine_chunks().take(idx) if found.num_rows else pa.nulls(len(keys), pa.string())
+        return t.drop_columns([_FG_COL]).append_column(loc_partition_col, part).append_column(loc_file_id_col, fid)
+
+    return run
+
+
+def tag_records(records, lookup: RecordIndexLookup, key_col: str, loc_partition_col: str, loc_file_id_col: str, parallelism: int):
+    """Spark: route records to their record-index file group (one task per group, or a few), look their keys
+    up in one batch per group, and return the records with their current location (null: a new key)."""
+    from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+
+    n = lookup.num_file_groups
+    schema = to_arrow_schema(records.schema)
+    with_fg = records.mapInArrow(
+        add_file_group_task(key_col, n), from_arrow_schema(schema.append(pa.field(_FG_COL, pa.int32())))
+    )
+    out_schema = schema.append(pa.field(loc_partition_col, pa.string())).append(pa.field(loc_file_id_col, pa.string()))
+    return (
+        with_fg.repartition(max(1, min(n, parallelism)), _FG_COL)
+        .groupBy(_FG_COL)
+        .applyInArrow(tag_task(lookup, key_col, loc_partition_col, loc_file_id_col), from_arrow_schema(out_schema))
+    )
+
+
+def empty_base_hfile(name: str) -> bytes:
+    """A record-index base HFile with no entries (a new, empty table's file groups)."""
+    return base_hfile(pa.array([], pa.string()), pa.array([], pa.binary()), name)
+
+
+def base_hfile(keys: pa.Array, values: pa.Array, name: str) -> bytes:
+    """A record-index base HFile as Hudi's metadata writer makes them: sorted cells, schema file info, the
+    ``bloomFilter`` meta block (10000-entry DYNAMIC_V0) with min/max record keys."""
+    from pyhudi.io import bloom
+
+    k, v = sorted_cells(keys, values)
+    bf = bloom.BloomFilter.create(10000)
+    if len(k):
+        bf.add_many(k.cast(pa.string()))
+    data, _ = hfile_bytes(k, v, codec=CODEC_GZ, file_info={"schema": writer_schema_json().encode()}, bloom_filter=bf,
+                          name=name)
+    return data
+
+
+def build_base_files(spark, files: list[tuple[str, str, str]], storage: Storage, base_path: str, mdt_path: str,
+                     instant: str, n: int, parallelism: int) -> list[dict]:
+    """Spark: read the record keys (and the commit time that wrote each) of the given latest base files
+    (partition, file id, relative path), route them to ``n`` file groups and write each group as one sorted
+    base HFile from one task. Returns a stat per file written."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    from pyhudi.table import base_file
+    from pyhudi.table.filenames import make_base_file_name
+    from pyhudi.table.schema import COMMIT_TIME_COL, RECORD_KEY_COL
+    from pyhudi.write.executor import task_ids
+
+    key_schema = pa.schema([("key", pa.string()), ("partition", pa.string()), ("file_id", pa.string()),
+                            ("instant_ms", pa.int64()), (_FG_COL, pa.int32())])
+
+    def read_keys(batches):
+        for b in batches:
+            for part, fid, rel in zip(*(b.column(i).to_pylist() for i in range(3)), strict=True):
+                t = base_file.read_base_file(storage, posixpath.join(base_path, rel), columns=[RECORD_KEY_COL, COMMIT_TIME_COL])
+                keys = t.column(RECORD_KEY_COL).combine_chunks().cast(pa.string())
+                times = [instant_to_ms(x) for x in t.column(COMMIT_TIME_COL).combine_chunks().unique().to_pylist()]
+                uniq = t.column(COMMIT_TIME_COL).combine_chunks().unique()
+                ms = pa.array(times, pa.int64()).take(pc.index_in(t.column(COMMIT_TIME_COL).combine_chunks(), value_set=uniq))
+                m = len(keys)
+                yield pa.record_batch(
+                    [keys, pa.array([part] * m, pa.string()), pa.array([fid] * m, pa.string()), ms,
+                     pa.array(file_groups_of(keys, n), pa.int32())],
+                    schema=key_schema,
+                )
+
+    def write_group(t: pa.Table) -> pa.Table:
+        fg = int(t.column(_FG_COL)[0].as_py())
+        values = encode_locations(t.column("partition").combine_chunks(), t.column("file_id").combine_chunks(),
+                                  t.column("instant_ms").combine_chunks())
+        _, token = task_ids()
+        fid = file_group_id(fg)
+        rel = posixpath.join(RECORD_INDEX, make_base_file_name(fid, token, instant, extension="hfile"))
+        data = base_hfile(t.column("key").combine_chunks(), values, rel)
+        storage.write_bytes(posixpath.join(mdt_path, rel), data)
+        return pa.table({"rel": [rel], "file_id": [fid], "size": [len(data)], "n": [t.num_rows]}, schema=STAT_SCHEMA)
+
+    if not files:
+        return []
+    src = spark.createDataFrame(files, "partition string, file_id string, path string")
+    keys = src.repartition(max(1, min(len(files), parallelism))).mapInArrow(read_keys, from_arrow_schema(key_schema))
+    out = keys.repartition(max(1, min(n, parallelism)), _FG_COL).groupBy(_FG_COL).applyInArrow(
+        write_group, from_arrow_schema(STAT_SCHEMA)
+    )
+    return [r.asDict() for r in out.collect()]

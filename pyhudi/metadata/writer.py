@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import posixpath
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from pyhudi.errors import ConfigError
@@ -22,7 +22,13 @@ from pyhudi.io import bloom
 from pyhudi.io.compression import CODEC_GZ
 from pyhudi.io.logfile import hfile_data_block
 from pyhudi.io.storage import Storage
-from pyhudi.metadata.reader import FILES, METADATA_FOLDER, MetadataTableReader, metadata_base_path
+from pyhudi.metadata.reader import (
+    FILES,
+    METADATA_FOLDER,
+    RECORD_INDEX,
+    MetadataTableReader,
+    metadata_base_path,
+)
 from pyhudi.metadata.records import (
     ALL_PARTITIONS_KEY,
     MetadataRecord,
@@ -55,10 +61,17 @@ COMPACT_MAX_DELTA_COMMITS = "hoodie.metadata.compact.max.delta.commits"
 DEFAULT_COMPACT_MAX_DELTA_COMMITS = 10
 FILE_SLICES_RETAINED = 2  # file slices kept per metadata file group after a compaction
 INIT_PREFIX = "00000000000000"  # partition initialisation instants: 14 zeros + a 3-digit partition offset
+RLI_INIT_OFFSET = 2  # record_index initialises at 00000000000000002, as in Hudi 1.1 tables
+RECORD_INDEX_ENABLE = "hoodie.metadata.record.index.enable"
 DRIVER_TOKEN = "0-0-0"
 MDT_BLOOM_ENTRIES = 10000  # Hudi's metadata HFiles carry a 10000-entry DYNAMIC_V0 bloom filter of their keys
 
 _FILE_GROUP_PREFIX = {FILES: "files"}
+
+
+#: writes the files of other metadata partitions for a deltacommit (e.g. record-index log files from Spark
+#: tasks) and returns, per partition, {"rel", "file_id", "size", "n"} of each file written
+ExtraWriter = Callable[[], Mapping[str, list[dict[str, Any]]]]
 
 
 def file_group_id(partition: str, index: int) -> str:
@@ -195,6 +208,33 @@ class MetadataWriter:
             self.storage, posixpath.join(self.base_path, METAFOLDER), {METADATA_PARTITIONS: FILES}
         )
 
+    def create_record_index(self, instant: str, write_files: ExtraWriter, num_file_groups: int) -> None:
+        """Initialise the ``record_index`` partition as the deltacommit ``instant`` (``write_files`` writes the
+        base HFiles of the file groups that have keys); file groups without keys get an empty base file. Then
+        list it in the data table's ``hoodie.table.metadata.partitions``."""
+        from pyhudi.metadata.record_index import empty_base_hfile
+        from pyhudi.metadata.record_index import file_group_id as rli_group
+
+        def write_all() -> Mapping[str, list[dict[str, Any]]]:
+            filenames.write_partition_metadata(self.storage, self.mdt_path, RECORD_INDEX, instant)
+            written = list(write_files().get(RECORD_INDEX, []))
+            have = {w["file_id"] for w in written}
+            for i in range(num_file_groups):
+                fid = rli_group(i)
+                if fid in have:
+                    continue
+                rel = posixpath.join(RECORD_INDEX, filenames.make_base_file_name(fid, DRIVER_TOKEN, instant, "hfile"))
+                data = empty_base_hfile(rel)
+                self.storage.write_bytes(posixpath.join(self.mdt_path, rel), data)
+                written.append({"rel": rel, "file_id": fid, "size": len(data), "n": 0})
+            return {RECORD_INDEX: written}
+
+        self._deltacommit(instant, [], operation="BULK_INSERT", extra=write_all)
+        parts = [p for p in read_table_config(self.storage, posixpath.join(self.base_path, METAFOLDER)).metadata_partitions]
+        if RECORD_INDEX not in parts:
+            parts.append(RECORD_INDEX)
+        update_table_config(self.storage, posixpath.join(self.base_path, METAFOLDER), {METADATA_PARTITIONS: ",".join(parts)})
+
     # -- per data-table action ------------------------------------------------------------------------
     @staticmethod
     def _files_records(
@@ -210,14 +250,16 @@ class MetadataWriter:
                 records.append(files_record(p, files))
         return records
 
-    def apply_commit(self, instant: str, commit_metadata: Mapping[str, Any]) -> None:
+    def apply_commit(
+        self, instant: str, commit_metadata: Mapping[str, Any], extra: ExtraWriter | None = None
+    ) -> None:
         """Record the files a data commit wrote (and replaced) as the metadata deltacommit ``instant``."""
         added: dict[str, dict[str, int]] = defaultdict(dict)
         for part, stats in (commit_metadata.get("partitionToWriteStats") or {}).items():
             for s in stats:
                 if s.get("path"):
                     added[part][posixpath.basename(s["path"])] = int(s.get("fileSizeInBytes") or 0)
-        self._deltacommit(instant, self._files_records(added, {}), operation="UPSERT_PREPPED")
+        self._deltacommit(instant, self._files_records(added, {}), operation="UPSERT_PREPPED", extra=extra)
 
     def apply_clean(self, instant: str, deleted: Mapping[str, list[str]]) -> None:
         """Record files a data-table clean is about to delete, as the metadata deltacommit ``instant``."""
@@ -225,7 +267,9 @@ class MetadataWriter:
             return
         self._deltacommit(instant, self._files_records({}, deleted), operation="UPSERT_PREPPED")
 
-    def _deltacommit(self, instant: str, records: list[MetadataRecord], operation: str) -> None:
+    def _deltacommit(
+        self, instant: str, records: list[MetadataRecord], operation: str, extra: ExtraWriter | None = None
+    ) -> None:
         tl = self.timeline()
         existing = tl.get(instant)
         if existing is not None and existing.is_completed:
@@ -248,6 +292,10 @@ class MetadataWriter:
             rel = posixpath.join(part, name)
             self.storage.write_bytes(posixpath.join(self.mdt_path, rel), block)
             stats[part].append(_write_stat(part, fg, rel, len(block), len(recs), True, instant))
+        for part, written in (extra() if extra is not None else {}).items():
+            for w in written:
+                is_log = posixpath.basename(w["rel"]).startswith(".")
+                stats[part].append(_write_stat(part, w["file_id"], w["rel"], w["size"], w["n"], is_log, instant))
         tl.complete(inflight, _commit_metadata(stats, operation), self._completion_time(tl, instant))
 
     def _completion_time(self, tl: ActiveTimeline, instant: str) -> str:
@@ -388,6 +436,14 @@ def mdt_enabled(options: Mapping[str, str]) -> bool:
     if v not in ("true", "false"):
         raise ConfigError(f"option {METADATA_ENABLE} must be true or false, got {options.get(METADATA_ENABLE)!r}")
     return v == "true"
+
+
+def rli_enabled(options: Mapping[str, str]) -> bool:
+    """Keep a record index: ``hoodie.metadata.record.index.enable``, or implied by ``hoodie.index.type=RECORD_INDEX``."""
+    v = str(options.get(RECORD_INDEX_ENABLE, "false")).strip().lower()
+    if v not in ("true", "false"):
+        raise ConfigError(f"option {RECORD_INDEX_ENABLE} must be true or false, got {options.get(RECORD_INDEX_ENABLE)!r}")
+    return v == "true" or str(options.get("hoodie.index.type", "")).strip().upper() == "RECORD_INDEX"
 
 
 def mdt_max_delta_commits(options: Mapping[str, str]) -> int:

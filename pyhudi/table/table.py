@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -12,8 +12,21 @@ import pyarrow.compute as pc
 from pyhudi import config as C
 from pyhudi.errors import ConfigError, InvalidInputError, PyHudiError
 from pyhudi.io.storage import Storage
-from pyhudi.metadata.reader import FILES, MetadataListing, MetadataTableReader, metadata_base_path
-from pyhudi.metadata.writer import MetadataWriter, mdt_enabled, mdt_max_delta_commits
+from pyhudi.metadata.reader import (
+    FILES,
+    RECORD_INDEX,
+    MetadataListing,
+    MetadataTableReader,
+    metadata_base_path,
+)
+from pyhudi.metadata.writer import (
+    INIT_PREFIX,
+    RLI_INIT_OFFSET,
+    MetadataWriter,
+    mdt_enabled,
+    mdt_max_delta_commits,
+    rli_enabled,
+)
 from pyhudi.spark.errors import task_errors
 from pyhudi.spark.progress import Progress
 from pyhudi.table import base_file, markers
@@ -173,7 +186,7 @@ class Table:
                 )
                 writer.delete()
             return None
-        maintained = {FILES}
+        maintained = {FILES, RECORD_INDEX} if rli_enabled(options) or RECORD_INDEX in self.config.metadata_partitions else {FILES}
         stale = [p for p in self.config.metadata_partitions if p not in maintained]
         stale += [p for p in self.config.metadata_partitions_inflight if p not in maintained]
         if stale:
@@ -188,7 +201,101 @@ class Table:
             writer.create(timeline)
             self.config = read_table_config(self.storage, meta)
             writer.data_config = self.config
+        if rli_enabled(options) and RECORD_INDEX not in self.config.metadata_partitions:
+            self.build_record_index(timeline=timeline, options=options, writer=writer)
         return writer
+
+    def build_record_index(
+        self,
+        num_file_groups: int | None = None,
+        *,
+        timeline: ActiveTimeline | None = None,
+        options: Mapping[str, str] | None = None,
+        writer: MetadataWriter | None = None,
+        spark: SparkSession | None = None,
+    ) -> int:
+        """Initialise the record index from the latest base files listed by the files partition (no storage
+        listing): keys read in parallel, N file groups (estimated from the record count with Hudi's formula
+        unless given), each written as one sorted base HFile by one Spark task. Returns N."""
+        from pyhudi.metadata.record_index import build_base_files, estimate_file_groups
+        from pyhudi.spark.session import get_spark
+
+        tl = timeline or self.timeline()
+        if writer is None:
+            writer = self._prepare_metadata({**(options or {}), "hoodie.metadata.record.index.enable": "false"}, tl)
+            if writer is None:
+                raise ConfigError("the record index lives in the metadata table: hoodie.metadata.enable must be true")
+        view = self.view(tl)
+        latest = view.latest_base_files()
+        rows_by_file = self._record_counts(tl)
+        n = num_file_groups or estimate_file_groups(sum(rows_by_file.get(f.file_name, 0) for f in latest), options)
+        files = [(f.partition, f.file_id, f.relative_path) for f in latest]
+        instant = f"{INIT_PREFIX}{RLI_INIT_OFFSET:03d}"
+        spark_ = spark or get_spark()
+        par = max(2, spark_.sparkContext.defaultParallelism)
+
+        def write_files() -> dict[str, list[dict[str, Any]]]:
+            with task_errors():
+                return {RECORD_INDEX: build_base_files(
+                    spark_, files, self.storage, self.base_path, writer.mdt_path, instant, n, par
+                )}
+
+        writer.create_record_index(instant, write_files, n)
+        self.config = read_table_config(self.storage, posixpath.join(self.base_path, METAFOLDER))
+        return n
+
+    def _record_index_updates(self, producer: Any, instant: str) -> Any:
+        """The metadata deltacommit's record-index part: new mappings and delete markers from the WriteStatus
+        key lists, written by Spark tasks (one log file per touched file group)."""
+        if RECORD_INDEX not in self.config.metadata_partitions or getattr(producer, "status_df", None) is None:
+            return None
+        from pyhudi.index.record import record_index_lookup
+        from pyhudi.metadata.record_index import write_updates
+
+        def run() -> dict[str, list[dict[str, Any]]]:
+            lk = record_index_lookup(self.storage, self.base_path, producer.job.timeline, self.config)
+            if lk is None:
+                return {}
+            with task_errors():
+                return {RECORD_INDEX: write_updates(
+                    producer.job.spark, producer.status_df, self.storage, metadata_base_path(self.base_path),
+                    instant, lk.num_file_groups, producer.job.parallelism,
+                )}
+
+        return run
+
+    def _record_counts(self, tl: ActiveTimeline) -> dict[str, int]:
+        """Records per base file name, from the write stats of the completed commits."""
+        out: dict[str, int] = {}
+        for inst in tl.completed_commits():
+            for stats in (tl.read_commit_metadata(inst).get("partitionToWriteStats") or {}).values():
+                for st in stats:
+                    if st.get("path"):
+                        out[posixpath.basename(st["path"])] = int(st.get("numWrites") or 0)
+        return out
+
+    def lookup(self, keys: Sequence[str]) -> pa.Table:
+        """Where the record index says each key lives: (key, found, partition, file_id, instant) in the order
+        given; absent keys have found=false and nulls."""
+        from pyhudi.index.record import record_index_lookup
+
+        tl = self.timeline()
+        lk = record_index_lookup(self.storage, self.base_path, tl, self.config)
+        if lk is None:
+            raise PyHudiError(
+                f"{self.base_path} has no record index (build one with 'pyhudi index build {self.base_path}')"
+            )
+        arr = pa.array(list(keys), pa.string())
+        found = lk.lookup(arr)
+        idx = pc.index_in(arr, value_set=found.column("key").combine_chunks()) if found.num_rows else pa.nulls(len(arr), pa.int32())
+        instants = found.column("instant_ms").combine_chunks() if found.num_rows else pa.array([], pa.int64())
+        return pa.table({
+            "key": arr,
+            "found": pc.is_valid(idx),
+            "partition": found.column("partition").combine_chunks().take(idx) if found.num_rows else pa.nulls(len(arr), pa.string()),
+            "file_id": found.column("file_id").combine_chunks().take(idx) if found.num_rows else pa.nulls(len(arr), pa.string()),
+            "instant_ms": instants.take(idx) if found.num_rows else pa.nulls(len(arr), pa.int64()),
+        })
 
     def _write_options(self, options: Mapping[str, str] | None) -> dict[str, str]:
         """Table properties first (they win for table-defining keys), then the caller's options."""
@@ -288,7 +395,7 @@ class Table:
                 with job.timed("commit"):
                     metadata = producer.commit_metadata(result.stats)
                     if writer is not None:
-                        writer.apply_commit(instant, metadata)
+                        writer.apply_commit(instant, metadata, extra=self._record_index_updates(producer, instant))
                     producer.fault("before_data_commit")
                     timeline.complete(pending[0], metadata, gen.next(floor=instant))
                     markers.delete_markers(self.storage, self.base_path, instant)

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
 
+    from pyhudi.metadata.record_index import RecordIndexLookup
     from pyhudi.spark.progress import Progress
     from pyhudi.table.fsview import FileSystemView
     from pyhudi.table.timeline import ActiveTimeline
@@ -54,6 +55,14 @@ class WriteJob:
                 yield
         finally:
             self.timings[stage] = self.timings.get(stage, 0.0) + time.perf_counter() - t0
+
+    def record_index_lookup(self) -> RecordIndexLookup | None:
+        """The table's record index as of this write's timeline (None: not built)."""
+        from pyhudi.index.record import record_index_lookup
+        from pyhudi.table.properties import METAFOLDER, read_table_config
+
+        cfg = read_table_config(self.storage, f"{self.base_path}/{METAFOLDER}")
+        return record_index_lookup(self.storage, self.base_path, self.timeline, cfg)
 
     def incoming_partitions(self) -> list[str]:
         """Distinct partition paths of the prepared records (computed once)."""

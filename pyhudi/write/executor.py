@@ -66,7 +66,7 @@ class WriteContext:
     fault: str | None = None  # test hook: raise in the task at this point ("after_write")
 
 
-def _task_ids() -> tuple[int, str]:
+def task_ids() -> tuple[int, str]:
     """(task partition id, write token ``<partitionId>-<stageId>-<attemptId>``) of the running Spark task."""
     try:
         from pyspark import TaskContext
@@ -83,7 +83,7 @@ def write_bucket(ctx: WriteContext, incoming: pa.Table) -> pa.Table:
     """Write one bucket; returns its WriteStatus (one row)."""
     t0 = time.monotonic()
     bucket = ctx.buckets[int(incoming.column(BUCKET_COL)[0].as_py())]
-    part_id, token = _task_ids()
+    part_id, token = task_ids()
     file_name = filenames.make_base_file_name(bucket.file_id, token, ctx.instant)
     rel_path = posixpath.join(bucket.partition, file_name) if bucket.partition else file_name
     full_path = posixpath.join(ctx.base_path, rel_path)
