@@ -44,6 +44,8 @@ def _register() -> None:
     main.add_command(table_cmd.read)
     main.add_command(table_cmd.timeline)
     main.add_command(table_cmd.validate)
+    main.add_command(table_cmd.lookup)
+    main.add_command(table_cmd.index)
 
 
 _register()

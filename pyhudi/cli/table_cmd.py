@@ -103,13 +103,18 @@ def write(
 @click.option("--as-of", default=None, help="Read the table as of this completed instant.")
 @click.option("--output", default=None, help="Write the rows to this parquet file instead of printing them.")
 @click.option("--limit", type=click.IntRange(min=0), default=None, help="At most this many rows.")
+@click.option("--key", "keys", multiple=True, help="Only these record keys (read via the record index).")
 @click.option("--json", "as_json", is_flag=True, help="Print rows as JSON lines.")
-def read(table: str, as_of: str | None, output: str | None, limit: int | None, as_json: bool) -> None:
+def read(
+    table: str, as_of: str | None, output: str | None, limit: int | None, keys: tuple[str, ...], as_json: bool
+) -> None:
     """Read TABLE's latest snapshot (or as of an instant)."""
     from pyhudi.table.table import Table
 
     t = Table.open(table)
-    data = t.to_arrow(as_of=as_of)
+    if keys and as_of:
+        raise InvalidInputError("--key reads the latest snapshot; it cannot be combined with --as-of")
+    data = t.read_keys(list(keys)) if keys else t.to_arrow(as_of=as_of)
     if limit is not None:
         data = data.slice(0, limit)
     if output:
@@ -173,5 +178,80 @@ def validate(table: str, as_json: bool) -> None:
         for k in ("missing_in_metadata", "extra_in_metadata", "size_mismatch", "file_slices_differ", "problems"):
             for item in d[k]:
                 click.echo(f"  {k}: {item}")
+        ri = d.get("record_index")
+        if ri is not None:
+            click.echo(
+                f"record index: {ri.get('entries')} entries in {ri.get('file_groups')} file groups; "
+                f"{ri.get('missing_count', 0)} missing, {ri.get('extra_count', 0)} extra, {ri.get('wrong_count', 0)} wrong"
+            )
+            for k in ("missing", "extra", "wrong"):
+                for item in ri.get(k, []):
+                    click.echo(f"  record_index {k}: {item}")
     if not rep.ok:
         raise SystemExit(1)
+
+
+@click.command()
+@click.argument("table")
+@click.argument("keys", nargs=-1, required=True)
+@click.option("--json", "as_json", is_flag=True)
+def lookup(table: str, keys: tuple[str, ...], as_json: bool) -> None:
+    """Where the record index says each KEY lives (partition, file id, instant)."""
+    from pyhudi.table.table import Table
+    from pyhudi.table.timeline import format_instant_time
+
+    res = Table.open(table).lookup(list(keys))
+    rows = [
+        {
+            "key": r["key"],
+            "found": r["found"],
+            "partition": r["partition"],
+            "file_id": r["file_id"],
+            "instant": format_instant_time(r["instant_ms"]) if r["instant_ms"] is not None else None,
+        }
+        for r in res.to_pylist()
+    ]
+    if as_json:
+        emit_json(rows)
+    else:
+        echo_table(rows, ["key", "found", "partition", "file_id", "instant"])
+
+
+@click.group()
+def index() -> None:
+    """The record index: build it, show its size."""
+
+
+@index.command("build")
+@click.argument("table")
+@click.option("--file-groups", type=click.IntRange(min=1), default=None, help="N (default: estimated).")
+@click.option("--option", "options", multiple=True, help="hoodie.* option as KEY=VALUE (repeatable).")
+@click.option("--json", "as_json", is_flag=True)
+def index_build(table: str, file_groups: int | None, options: tuple[str, ...], as_json: bool) -> None:
+    """Build TABLE's record index from its latest base files (listed by the files partition)."""
+    from pyhudi.table.table import Table
+
+    t = Table.open(table)
+    if "record_index" in t.config.metadata_partitions:
+        raise InvalidInputError(f"{table} already has a record index")
+    n = t.build_record_index(file_groups, options=_parse_options(options))
+    stats = Table.open(table).record_index_stats()
+    if as_json:
+        emit_json({"file_groups": n, **stats})
+    else:
+        click.echo(f"record index built: {stats['entries']} entries in {n} file groups, {stats['bytes']} bytes")
+
+
+@index.command("stats")
+@click.argument("table")
+@click.option("--json", "as_json", is_flag=True)
+def index_stats(table: str, as_json: bool) -> None:
+    """{file_groups, entries, bytes, bytes_per_entry} of TABLE's record index."""
+    from pyhudi.table.table import Table
+
+    stats = Table.open(table).record_index_stats()
+    if as_json:
+        emit_json(stats)
+    else:
+        for k, v in stats.items():
+            click.echo(f"{k}: {v}")

@@ -14,7 +14,6 @@ import math
 import posixpath
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 import numpy as np
 import pyarrow as pa
@@ -34,6 +33,7 @@ from pyhudi.metadata.records import (
     record_index_record,
     writer_schema_json,
 )
+from pyhudi.table.timeline import parse_instant_time
 
 ENABLE = "hoodie.metadata.record.index.enable"
 MIN_FILE_GROUPS = "hoodie.metadata.record.index.min.filegroup.count"
@@ -66,12 +66,6 @@ def estimate_file_groups(num_records: int, options: Mapping[str, str] | None = N
 
 def file_group_id(index: int) -> str:
     return f"record-index-{index:04d}-0"
-
-
-def instant_to_ms(instant: str) -> int:
-    """Epoch milliseconds of an instant time (``yyyyMMddHHmmssSSS``, UTC)."""
-    dt = datetime.strptime(instant[:14], "%Y%m%d%H%M%S").replace(tzinfo=UTC)
-    return int(dt.timestamp()) * 1000 + int(instant[14:17] or 0)
 
 
 # -- key -> file group ---------------------------------------------------------------------------------------
@@ -222,6 +216,30 @@ class RecordIndexLookup:
         locs = decode_locations(values.filter(present), schema)
         return pa.table([found_keys, *locs.columns], schema=LOCATION_SCHEMA)
 
+    def live_keys(self, fg: int) -> pa.Array:
+        """Every key file group ``fg`` maps (base plus valid log blocks, deletes applied)."""
+        base, logs = self.slices[fg]
+        parts: list[pa.Array] = []
+        if base is not None:
+            with HFileReader.open(self.storage, base) as h:
+                parts.append(h.read_all().column("key").combine_chunks())
+        keys = pa.concat_arrays(parts) if parts else pa.array([], pa.binary())
+        for b in valid_log_blocks(self.storage, list(logs), self.block_filter):
+            if b.block_type == BlockType.HFILE_DATA:
+                keys = pa.concat_arrays([keys, b.hfile().read_all().column("key").combine_chunks()])
+            elif b.block_type == BlockType.DELETE:
+                gone = pa.array([d.record_key.encode() for d in b.delete_records() if d.record_key], pa.binary())
+                keys = keys.filter(pc.invert(pc.is_in(keys, value_set=gone)))
+        return pc.unique(keys).cast(pa.string())
+
+    def file_bytes(self) -> int:
+        """Size on storage of the latest file slices of every file group."""
+        total = 0
+        for base, logs in self.slices:
+            for path in ([base] if base else []) + list(logs):
+                total += self.storage.status(path).size
+        return total
+
     def lookup(self, keys: Sequence[str] | pa.Array) -> pa.Table:
         """Driver-side lookup of any keys: routes them to their file groups, one batch per group."""
         arr = to_binary_array(keys).cast(pa.string())
@@ -265,7 +283,7 @@ def write_updates(spark, status_df, storage: Storage, mdt_path: str, instant: st
     rows = ins.unionByName(dels)
     in_schema = pa.schema([("partition", pa.string()), ("file_id", pa.string()), ("key", pa.string()), (_FG_COL, pa.int32())])
     with_fg = rows.mapInArrow(add_file_group_task("key", n), from_arrow_schema(in_schema))
-    t_ms = instant_to_ms(instant)
+    t_ms = parse_instant_time(instant)
 
     def write_group(t: pa.Table) -> pa.Table:
         from pyhudi.table.filenames import make_log_file_name
@@ -365,7 +383,7 @@ def build_base_files(spark, files: list[tuple[str, str, str]], storage: Storage,
             for part, fid, rel in zip(*(b.column(i).to_pylist() for i in range(3)), strict=True):
                 t = base_file.read_base_file(storage, posixpath.join(base_path, rel), columns=[RECORD_KEY_COL, COMMIT_TIME_COL])
                 keys = t.column(RECORD_KEY_COL).combine_chunks().cast(pa.string())
-                times = [instant_to_ms(x) for x in t.column(COMMIT_TIME_COL).combine_chunks().unique().to_pylist()]
+                times = [parse_instant_time(x) for x in t.column(COMMIT_TIME_COL).combine_chunks().unique().to_pylist()]
                 uniq = t.column(COMMIT_TIME_COL).combine_chunks().unique()
                 ms = pa.array(times, pa.int64()).take(pc.index_in(t.column(COMMIT_TIME_COL).combine_chunks(), value_set=uniq))
                 m = len(keys)

@@ -6,12 +6,18 @@ Compares the ``files`` partition (merged, valid blocks only) with the committed 
 
 from __future__ import annotations
 
+import posixpath
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyhudi.metadata.reader import MetadataTableReader
+import pyarrow as pa
+
+from pyhudi.index.record import record_index_lookup
+from pyhudi.metadata.reader import RECORD_INDEX, MetadataTableReader
+from pyhudi.table import base_file
 from pyhudi.table.filenames import parse_data_file_name
 from pyhudi.table.fsview import StorageListing
+from pyhudi.table.schema import RECORD_KEY_COL
 from pyhudi.table.table import Table
 
 
@@ -26,10 +32,18 @@ class ValidationReport:
     size_mismatch: list[str] = field(default_factory=list)
     slices_differ: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    record_index: dict[str, Any] | None = None  # checked when the table has one
+
+    @property
+    def record_index_ok(self) -> bool:
+        ri = self.record_index
+        return ri is None or not (ri["missing"] or ri["extra"] or ri["wrong"])
 
     @property
     def ok(self) -> bool:
-        return not (self.missing or self.extra or self.size_mismatch or self.slices_differ or self.problems)
+        return self.record_index_ok and not (
+            self.missing or self.extra or self.size_mismatch or self.slices_differ or self.problems
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -43,6 +57,7 @@ class ValidationReport:
             "size_mismatch": self.size_mismatch,
             "file_slices_differ": self.slices_differ,
             "problems": self.problems,
+            "record_index": self.record_index,
         }
 
 
@@ -86,4 +101,40 @@ def validate_table(table: Table) -> ValidationReport:
     a = {(s.partition, s.file_id): s.relative_paths for s in table.view(tl, use_metadata=True).latest_file_slices()}
     b = {(s.partition, s.file_id): s.relative_paths for s in table.view(tl, use_metadata=False).latest_file_slices()}
     rep.slices_differ = [f"{p}/{f}" for (p, f) in sorted(set(a) | set(b)) if a.get((p, f)) != b.get((p, f))]
+    if RECORD_INDEX in table.config.metadata_partitions:
+        rep.record_index = _check_record_index(table, tl)
     return rep
+
+
+def _check_record_index(table: Table, tl: Any, limit: int = 20) -> dict[str, Any]:
+    """Every live key mapped to the file group that holds it, and nothing else."""
+    lk = record_index_lookup(table.storage, table.base_path, tl, table.config)
+    if lk is None:
+        return {"missing": [], "extra": [], "wrong": [], "problem": "record_index is listed but not readable"}
+    data: dict[str, tuple[str, str]] = {}
+    for f in table.view(tl).latest_base_files():
+        keys = base_file.read_base_file(
+            table.storage, posixpath.join(table.base_path, f.relative_path), columns=[RECORD_KEY_COL]
+        ).column(RECORD_KEY_COL)
+        for k in keys.to_pylist():
+            data[k] = (f.partition, f.file_id)
+    found = lk.lookup(pa.array(list(data), pa.string()))
+    got = dict(zip(found.column("key").to_pylist(),
+                   zip(found.column("partition").to_pylist(), found.column("file_id").to_pylist(), strict=True),
+                   strict=True))
+    missing = sorted(k for k in data if k not in got)
+    wrong = sorted(f"{k}: index says {got[k]}, data in {data[k]}" for k in data if k in got and got[k] != data[k])
+    live = set()
+    for i in range(lk.num_file_groups):
+        live.update(lk.live_keys(i).to_pylist())
+    extra = sorted(live - set(data))
+    return {
+        "file_groups": lk.num_file_groups,
+        "entries": len(live),
+        "missing_count": len(missing),
+        "extra_count": len(extra),
+        "wrong_count": len(wrong),
+        "missing": missing[:limit],
+        "extra": extra[:limit],
+        "wrong": wrong[:limit],
+    }

@@ -441,6 +441,41 @@ class Table:
         files = [f.relative_path for f in self.view(tl).latest_base_files(as_of=end)]
         return self._read_files(spark, files, start, end)
 
+    def read_keys(self, keys: Sequence[str]) -> pa.Table:
+        """Point read: the current records of ``keys``, reading only the files the record index names."""
+        from pyhudi.table.schema import RECORD_KEY_COL
+
+        loc = self.lookup(keys).filter(pc.field("found"))
+        tl = self.timeline()
+        latest = {(f.partition, f.file_id): f.relative_path for f in self.view(tl).latest_base_files()}
+        schema = with_meta(self.schema())
+        wanted = pa.array(list(keys), pa.string())
+        tables = []
+        for part, fid in sorted(set(zip(loc.column("partition").to_pylist(), loc.column("file_id").to_pylist(), strict=True))):
+            rel = latest.get((part, fid))
+            if rel is None:
+                continue
+            t = base_file.read_base_file(self.storage, posixpath.join(self.base_path, rel), filter_keys=wanted.to_pylist())
+            t = t.select(schema.names).cast(schema)
+            tables.append(t.filter(pc.is_in(t.column(RECORD_KEY_COL), value_set=wanted)))
+        return pa.concat_tables(tables) if tables else schema.empty_table()
+
+    def record_index_stats(self) -> dict[str, Any]:
+        """{file_groups, entries (live mappings), bytes (latest record-index file slices), bytes_per_entry}."""
+        from pyhudi.index.record import record_index_lookup
+
+        lk = record_index_lookup(self.storage, self.base_path, self.timeline(), self.config)
+        if lk is None:
+            raise PyHudiError(f"{self.base_path} has no record index")
+        entries = sum(len(lk.live_keys(i)) for i in range(lk.num_file_groups))
+        nbytes = lk.file_bytes()
+        return {
+            "file_groups": lk.num_file_groups,
+            "entries": entries,
+            "bytes": nbytes,
+            "bytes_per_entry": round(nbytes / entries, 2) if entries else None,
+        }
+
     def _read_files(self, spark: SparkSession, files: list[str], start: str | None, end: str | None) -> DataFrame:
         from pyspark.sql.pandas.types import from_arrow_schema
 
