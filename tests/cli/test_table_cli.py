@@ -1,0 +1,154 @@
+"""``pyhudi write`` / ``read`` / ``timeline`` as a user runs them: the console script in a subprocess.
+
+Each ``write`` starts its own Spark, so the tables are shared between assertions: three tables are created at
+once (from parquet, CSV and JSON input), the parquet one then gets an upsert from JSON; ``read`` and ``timeline``
+do not start Spark."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow.csv as pcsv
+import pyarrow.parquet as pq
+import pytest
+
+from tests.write.robust_helpers import (
+    CLI_KEYS,
+    apply,
+    expected,
+    hudi_rs_read,
+    rows,
+    run_cli,
+    run_cli_concurrently,
+    table_rows,
+    to_arrow,
+)
+
+pytest.importorskip("hudi")
+pytestmark = pytest.mark.spark
+
+FIRST = rows(range(8), v=0.5)
+CSV_ROWS = rows(range(100, 106), v=0.25)
+JSON_ROWS = rows(range(200, 205), v=0.75)
+UPSERT = rows(range(4, 12), ts=2, v=0.125)  # k004..k007 updated, k008..k011 inserted
+
+
+def _last_json(stdout: str) -> Any:
+    return json.loads(stdout.strip().splitlines()[-1])
+
+
+def _write_jsonl(path: Path, batch: list[dict]) -> None:
+    path.write_text("".join(json.dumps(r) + "\n" for r in batch))
+
+
+@pytest.fixture(scope="module")
+def tables(tmp_path_factory) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    d = tmp_path_factory.mktemp("cli")
+    pq.write_table(to_arrow(FIRST), d / "first.parquet")
+    pcsv.write_csv(to_arrow(CSV_ROWS), d / "rows.csv")
+    _write_jsonl(d / "rows.json", JSON_ROWS)
+    _write_jsonl(d / "upsert.json", UPSERT)
+    t = {k: str(d / k) for k in ("from_parquet", "from_csv", "from_json")}
+    created = run_cli_concurrently({
+        "from_parquet": ["write", t["from_parquet"], "--input", str(d / "first.parquet"), "--operation", "insert",
+                         *CLI_KEYS, "--json"],
+        "from_csv": ["write", t["from_csv"], "--input", str(d / "rows.csv"), "--operation", "insert", *CLI_KEYS,
+                     "--table-name", "csv_table", "--json"],
+        "from_json": ["write", t["from_json"], "--input", str(d / "rows.json"), "--operation", "upsert", *CLI_KEYS,
+                      "--json"],
+    })
+    for name, r in created.items():
+        assert r.returncode == 0, (name, r.stderr[-3000:])
+    upsert = run_cli("write", t["from_parquet"], "--input", str(d / "upsert.json"), "--operation", "upsert",
+                     *CLI_KEYS, "--json")
+    assert upsert.returncode == 0, upsert.stderr[-3000:]
+    return {"dir": d, "paths": t, "created": created, "upsert": upsert}
+
+
+def _check_summary(summary: dict[str, Any], inserted: int, updated: int) -> None:
+    assert summary["instant"].isdigit() and len(summary["instant"]) == 17
+    assert (summary["inserted"], summary["updated"], summary["deleted"]) == (inserted, updated, 0)
+    assert {"tag", "write", "commit", "total"} <= set(summary["timings_s"])
+    assert all(v >= 0 for v in summary["timings_s"].values())
+    assert summary["timings_s"]["total"] >= summary["timings_s"]["write"]
+
+
+def test_write_creates_tables_from_parquet_csv_json(tables: dict[str, Any]) -> None:
+    for name, batch in (("from_parquet", FIRST), ("from_csv", CSV_ROWS), ("from_json", JSON_ROWS)):
+        _check_summary(_last_json(tables["created"][name].stdout), len(batch), 0)
+        if name != "from_parquet":  # the parquet table got an upsert since
+            model: dict = {}
+            apply(model, "insert", batch)
+            assert table_rows(hudi_rs_read(tables["paths"][name])) == expected(model), name
+    props = (Path(tables["paths"]["from_csv"]) / ".hoodie" / "hoodie.properties").read_text()
+    assert "hoodie.table.name=csv_table" in props
+
+
+def test_upsert_summary_and_result(tables: dict[str, Any]) -> None:
+    s = _last_json(tables["upsert"].stdout)
+    _check_summary(s, inserted=4, updated=4)
+    assert s["instant"] > _last_json(tables["created"]["from_parquet"].stdout)["instant"]
+    model: dict = {}
+    apply(model, "insert", FIRST)
+    apply(model, "upsert", UPSERT)
+    assert table_rows(hudi_rs_read(tables["paths"]["from_parquet"])) == expected(model)
+
+
+def test_read_limit_output_and_as_of(tables: dict[str, Any]) -> None:
+    base, d = tables["paths"]["from_parquet"], tables["dir"]
+    first_instant = _last_json(tables["created"]["from_parquet"].stdout)["instant"]
+
+    r = run_cli("read", base, "--limit", "3")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip().splitlines()[-1] == "(3 rows)"
+    assert "_hoodie_record_key" in r.stdout.splitlines()[0]
+
+    r = run_cli("read", base, "--limit", "2", "--json")
+    assert r.returncode == 0, r.stderr
+    lines = [json.loads(x) for x in r.stdout.strip().splitlines()]
+    assert len(lines) == 2 and all({"id", "p", "ts", "v", "_hoodie_commit_time"} <= set(x) for x in lines)
+
+    out = d / "snapshot.parquet"
+    r = run_cli("read", base, "--output", str(out))
+    assert r.returncode == 0, r.stderr
+    model: dict = {}
+    apply(model, "insert", FIRST)
+    first_model = dict(model)
+    apply(model, "upsert", UPSERT)
+    assert table_rows(pq.read_table(out)) == expected(model)
+    assert f"wrote {len(model)} rows to {out}" in r.stdout
+
+    out = d / "as_of.parquet"
+    r = run_cli("read", base, "--as-of", first_instant, "--output", str(out), "--json")
+    assert r.returncode == 0, r.stderr
+    assert _last_json(r.stdout) == {"rows": len(first_model), "output": str(out)}
+    as_of = pq.read_table(out)
+    assert table_rows(as_of) == expected(first_model)
+    assert set(as_of.column("_hoodie_commit_time").to_pylist()) == {first_instant}
+
+
+
+def test_timeline_text_and_json(tables: dict[str, Any]) -> None:
+    base = tables["paths"]["from_parquet"]
+    instants = [_last_json(tables["created"]["from_parquet"].stdout)["instant"], _last_json(tables["upsert"].stdout)["instant"]]
+
+    r = run_cli("timeline", base, "--json")
+    assert r.returncode == 0, r.stderr
+    tl = _last_json(r.stdout)
+    commits = [e for e in tl if e["action"] == "commit"]
+    assert [e["instant"] for e in commits] == instants
+    assert all(e["state"] == "COMPLETED" and e["completed"] > e["instant"] for e in commits)
+
+    r = run_cli("timeline", base)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.strip().splitlines()
+    assert lines[0].split() == ["instant", "action", "state", "completed"]
+    body = [x.split() for x in lines[1:]]
+    for e in commits:
+        assert [e["instant"], "commit", "COMPLETED", e["completed"]] in body
+
+    r = run_cli("timeline", str(tables["dir"] / "no_such_table"))
+    assert r.returncode == 1
+    assert "no Hudi table" in r.stderr

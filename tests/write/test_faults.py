@@ -1,0 +1,162 @@
+"""Crash recovery: a write that fails (in a Spark task after writing its file, on the driver before the commit,
+or killed with SIGKILL) leaves the table as it was, with the failed instant pending; the next write rolls it back
+(completed rollback instant, the instant's data files and marker folder gone) and the table equals the model."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from pyhudi.table import markers
+from pyhudi.table.rollback import read_rollback_metadata
+from pyhudi.table.table import Table
+from pyhudi.write.producer import FAULT_OPTION
+from tests.write.robust_helpers import (
+    CLI_KEYS,
+    OPTS,
+    PYHUDI,
+    SCHEMA,
+    apply,
+    cli_env,
+    expected,
+    files_with_instant,
+    full_rows,
+    hudi_rs_read,
+    rows,
+    run_cli,
+    table_rows,
+    to_arrow,
+)
+
+pytest.importorskip("hudi")
+pytestmark = pytest.mark.spark
+
+
+def _table_with_two_commits(spark, base: str) -> tuple[Table, dict]:  # type: ignore[no-untyped-def]
+    model: dict = {}
+    t = Table.create(base, SCHEMA, OPTS)
+    first = rows(range(10))
+    t.write(spark.createDataFrame(to_arrow(first)), "insert", OPTS)
+    apply(model, "insert", first)
+    second = rows(range(5, 15), ts=2, v=0.5)  # updates k005..k009, inserts k010..k014
+    t.write(spark.createDataFrame(to_arrow(second)), "upsert", OPTS)
+    apply(model, "upsert", second)
+    return Table.open(base), model
+
+
+def _pending_instants(base: str) -> list[str]:
+    return [i.requested_time for i in Table.open(base).timeline() if not i.is_completed]
+
+
+def _assert_rolled_back(base: str, failed: str) -> None:
+    t = Table.open(base)
+    tl = t.timeline()
+    assert tl.get(failed) is None, f"failed instant {failed} still on the timeline"
+    rolled = []
+    for inst in tl.completed():
+        if inst.action == "rollback":
+            rolled += read_rollback_metadata(tl, inst)["commitsRollback"]
+    assert failed in rolled, f"no completed rollback of {failed}"
+    assert files_with_instant(base, failed) == []
+    assert not Path(markers.marker_dir(base, failed)).exists()
+
+
+@pytest.mark.parametrize("fault", ["after_write", "before_commit"])
+def test_failed_write_is_invisible_then_rolled_back(spark, tmp_path: Path, fault: str) -> None:  # type: ignore[no-untyped-def]
+    base = str(tmp_path / "t")
+    t, model = _table_with_two_commits(spark, base)
+    before_rs, before_arrow = full_rows(hudi_rs_read(base)), full_rows(t.to_arrow())
+    assert table_rows(hudi_rs_read(base)) == expected(model)
+    completed_before = [i.requested_time for i in t.timeline().completed()]
+
+    failing = rows(range(0, 20, 2), ts=3, v=0.25)  # updates in both partitions, new keys
+    with pytest.raises(Exception, match="injected fault"):
+        t.write(spark.createDataFrame(to_arrow(failing)), "upsert", {**OPTS, FAULT_OPTION: fault})
+
+    pending = _pending_instants(base)
+    assert len(pending) == 1, pending
+    failed = pending[0]
+    assert Table.open(base).timeline().get(failed).action == "commit"
+    assert [i.requested_time for i in Table.open(base).timeline().completed()] == completed_before
+    if fault == "before_commit":  # every file was written, none became visible
+        assert files_with_instant(base, failed)
+    assert full_rows(hudi_rs_read(base)) == before_rs
+    assert full_rows(Table.open(base).to_arrow()) == before_arrow
+
+    nxt = rows(range(1, 25, 3), ts=4, v=0.75)
+    res = Table.open(base).write(spark.createDataFrame(to_arrow(nxt)), "upsert", OPTS)
+    apply(model, "upsert", nxt)
+    assert res.instant > failed
+    _assert_rolled_back(base, failed)
+    assert _pending_instants(base) == []
+    assert table_rows(hudi_rs_read(base)) == expected(model)
+    assert table_rows(Table.open(base).to_arrow()) == expected(model)
+
+
+def _wait_for_files(base: str, known: set[str], proc: subprocess.Popen, timeout: float) -> str:
+    """The new instant once its inflight file and a data file of it are on disk."""
+    tl_dir = Path(base) / ".hoodie" / "timeline"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, f"writer exited early with {proc.returncode}"
+        for f in tl_dir.glob("*.inflight"):  # a commit's inflight file is <instant>.inflight
+            inst = f.name.split(".", 1)[0]
+            if f.name == f"{inst}.inflight" and inst not in known and files_with_instant(base, inst):
+                return inst
+        time.sleep(0.5)
+    raise AssertionError("the writer wrote no data file in time")
+
+
+def _group_gone(pgid: int, timeout: float = 30) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def test_kill9_during_cli_write_then_next_cli_write(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    base = str(tmp_path / "t")
+    t, model = _table_with_two_commits(spark, base)
+    before = full_rows(hudi_rs_read(base))
+    known = {i.requested_time for i in t.timeline()}
+    killed_input, next_input = tmp_path / "killed.parquet", tmp_path / "next.parquet"
+    import pyarrow.parquet as pq
+
+    pq.write_table(to_arrow(rows(range(0, 30, 2), ts=5, v=0.1)), killed_input)
+    nxt = rows(range(3, 40, 4), ts=6, v=0.2)
+    pq.write_table(to_arrow(nxt), next_input)
+
+    log = (tmp_path / "killed.log").open("w")
+    proc = subprocess.Popen(
+        [PYHUDI, "write", base, "--input", str(killed_input), "--operation", "upsert", *CLI_KEYS,
+         "--option", f"{FAULT_OPTION}=hang_before_commit", "--json"],
+        stdout=log, stderr=subprocess.STDOUT, env=cli_env(), start_new_session=True,
+    )
+    try:
+        killed = _wait_for_files(base, known, proc, timeout=300)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the whole group: the Python driver, the Spark JVM, its workers
+        proc.wait(timeout=60)
+        log.close()
+    assert proc.returncode == -signal.SIGKILL
+    assert _group_gone(proc.pid), "processes of the killed writer survive"
+
+    assert _pending_instants(base) == [killed]
+    assert full_rows(hudi_rs_read(base)) == before
+    assert table_rows(Table.open(base).to_arrow()) == expected(model)
+
+    r = run_cli("write", base, "--input", str(next_input), "--operation", "upsert", *CLI_KEYS, "--json")
+    assert r.returncode == 0, r.stderr[-3000:]
+    apply(model, "upsert", nxt)
+    _assert_rolled_back(base, killed)
+    assert _pending_instants(base) == []
+    assert table_rows(hudi_rs_read(base)) == expected(model)
