@@ -51,23 +51,18 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 
-def _read_files_task(storage: Storage, base_path: str, schema: pa.Schema, start: str | None, end: str | None):
-    """mapInArrow function: rows of base files (paths relative to the table), optionally only records whose
-    commit time lies in (start, end]."""
+def _read_files_task(storage: Storage, base_path: str, schema: pa.Schema, commits: list[str] | None):
+    """mapInArrow function: rows of base files (paths relative to the table), optionally only the records
+    written by the given commits (by ``_hoodie_commit_time``)."""
+    wanted = pa.array(commits, pa.string()) if commits is not None else None
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for b in batches:
             for rel in b.column(0).to_pylist():
                 t = base_file.read_base_file(storage, posixpath.join(base_path, rel))
                 t = t.select(schema.names).cast(schema)
-                if start is not None or end is not None:
-                    ct = t.column(COMMIT_TIME_COL)
-                    keep = pa.array([True] * t.num_rows)
-                    if start is not None:
-                        keep = pc.and_(keep, pc.greater(ct, start))
-                    if end is not None:
-                        keep = pc.and_(keep, pc.less_equal(ct, end))
-                    t = t.filter(keep)
+                if wanted is not None:
+                    t = t.filter(pc.is_in(t.column(COMMIT_TIME_COL), value_set=wanted))
                 yield from t.to_batches()
 
     return run
@@ -430,16 +425,23 @@ class Table:
         if as_of is not None and not tl.completed().contains(as_of):
             raise InvalidInputError(f"{self.base_path}: no completed instant {as_of} to read as of")
         files = [f.relative_path for f in self.view(tl).latest_base_files(as_of=as_of)]
-        return self._read_files(spark, files, None, None)
+        return self._read_files(spark, files)
 
     def read_incremental(self, start: str, end: str | None = None, spark: SparkSession | None = None) -> DataFrame:
-        """Records written by commits after ``start`` up to ``end`` (inclusive), latest version of each."""
+        """Records changed by the commits that completed after ``start`` and up to ``end`` (inclusive), latest
+        version of each. As in Hudi 1.x (table version 8+), ``start`` and ``end`` are completion times."""
         from pyhudi.spark.session import get_spark
 
         spark = spark or get_spark()
         tl = self.timeline()
-        files = [f.relative_path for f in self.view(tl).latest_base_files(as_of=end)]
-        return self._read_files(spark, files, start, end)
+        done = [
+            i for i in tl.completed_commits()
+            if i.completion_time is not None and i.completion_time > start and (end is None or i.completion_time <= end)
+        ]
+        commits = [i.requested_time for i in done]
+        as_of = max(commits) if commits else None
+        files = [f.relative_path for f in self.view(tl).latest_base_files(as_of=as_of)] if commits else []
+        return self._read_files(spark, files, commits)
 
     def read_keys(self, keys: Sequence[str]) -> pa.Table:
         """Point read: the current records of ``keys``, reading only the files the record index names."""
@@ -476,7 +478,7 @@ class Table:
             "bytes_per_entry": round(nbytes / entries, 2) if entries else None,
         }
 
-    def _read_files(self, spark: SparkSession, files: list[str], start: str | None, end: str | None) -> DataFrame:
+    def _read_files(self, spark: SparkSession, files: list[str], commits: list[str] | None = None) -> DataFrame:
         from pyspark.sql.pandas.types import from_arrow_schema
 
         schema = with_meta(self.schema())
@@ -484,7 +486,7 @@ class Table:
         n = max(1, min(len(files), spark.sparkContext.defaultParallelism * 2))
         with task_errors():
             return src.repartition(n).mapInArrow(
-                _read_files_task(self.storage, self.base_path, schema, start, end), from_arrow_schema(schema)
+                _read_files_task(self.storage, self.base_path, schema, commits), from_arrow_schema(schema)
             )
 
     def to_arrow(self, as_of: str | None = None) -> pa.Table:

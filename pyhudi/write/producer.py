@@ -194,7 +194,11 @@ class WriteProducer:
         index = index_for(self.cfg.index_type)
         tagged = index.tag(self.job, prepared)
         if index.is_global:
-            tagged = apply_partition_moves(tagged, self.cfg.update_partition_path)
+            tagged = apply_partition_moves(
+                tagged,
+                self.cfg.update_partition_path,
+                self.job if self.cfg.merge_mode == "EVENT_TIME_ORDERING" else None,
+            )
         # deletes of keys the table does not hold do nothing
         return tagged.filter(~((F.col(OP_COL) == OP_DELETE) & F.col(LOC_FILE_ID_COL).isNull()))
 
@@ -381,32 +385,76 @@ def _arrow_field(df: DataFrame, col: str) -> pa.Field:
     return to_arrow_schema(df.select(col).schema).field(0)
 
 
-def apply_partition_moves(tagged: DataFrame, update_partition_path: bool) -> DataFrame:
+def apply_partition_moves(tagged: DataFrame, update_partition_path: bool, job: WriteJob | None = None) -> DataFrame:
     """Global index semantics for a key found in another partition than the one it arrives with.
 
     update_partition_path=false: the record is updated where it is (its partition path becomes the old one).
-    true: the record is deleted from the old partition and inserted into the new one.
-    Deletes always apply where the key is.
+    true: the record is deleted from the old partition and inserted into the new one, unless event-time
+    ordering (``job`` given, with ordering fields) says the stored record is newer: then it stays where it is
+    and the merge keeps it. Deletes always apply where the key is.
     """
     from pyspark.sql import functions as F
 
     found = F.col(LOC_FILE_ID_COL).isNotNull()
     moved = found & (F.col(PARTITION_PATH_COL) != F.col(LOC_PARTITION_COL))
     is_del = F.col(OP_COL) == OP_DELETE
+    to_old = F.col(LOC_PARTITION_COL)
     stay = tagged.withColumn(
         PARTITION_PATH_COL,
-        F.when(found & (is_del | F.lit(not update_partition_path)), F.col(LOC_PARTITION_COL)).otherwise(
-            F.col(PARTITION_PATH_COL)
-        ),
+        F.when(found & (is_del | F.lit(not update_partition_path)), to_old).otherwise(F.col(PARTITION_PATH_COL)),
     )
     if not update_partition_path:
         return stay
     movers = tagged.filter(moved & ~is_del)
-    delete_old = movers.withColumn(OP_COL, F.lit(OP_DELETE)).withColumn(PARTITION_PATH_COL, F.col(LOC_PARTITION_COL))
+    rest = stay.filter(~(moved & ~is_del))
+    if job is not None and job.config.ordering_fields:
+        movers, kept = _split_movers_by_ordering(job, movers)
+        rest = rest.unionByName(kept.withColumn(PARTITION_PATH_COL, to_old))
+    delete_old = movers.withColumn(OP_COL, F.lit(OP_DELETE)).withColumn(PARTITION_PATH_COL, to_old)
     insert_new = movers.withColumn(LOC_PARTITION_COL, F.lit(None).cast("string")).withColumn(
         LOC_FILE_ID_COL, F.lit(None).cast("string")
     )
-    return stay.filter(~(moved & ~is_del)).unionByName(delete_old).unionByName(insert_new)
+    return rest.unionByName(delete_old).unionByName(insert_new)
+
+
+def _stored_ordering_task(storage: Any, base_path: str, fields: tuple[str, ...], schema: pa.Schema):
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import posixpath
+
+        from pyhudi.table import base_file
+
+        for b in batches:
+            for rel in b.column(0).to_pylist():
+                t = base_file.read_base_file(storage, posixpath.join(base_path, rel), columns=[RECORD_KEY_COL, *fields])
+                cols = [t.column(RECORD_KEY_COL).combine_chunks().cast(pa.string())]
+                cols += [t.column(f).combine_chunks().cast(schema.field(f"__old_{f}").type) for f in fields]
+                yield pa.RecordBatch.from_arrays(cols, schema=schema)
+
+    return run
+
+
+def _split_movers_by_ordering(job: WriteJob, movers: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """(movers whose incoming record wins, movers whose stored record has a greater ordering value)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    fields = job.config.ordering_fields
+    groups = {(r[0], r[1]) for r in movers.select(LOC_PARTITION_COL, LOC_FILE_ID_COL).distinct().collect()}
+    if not groups:
+        return movers, movers.limit(0)
+    paths = [(rel,) for p, f, rel in job.latest_base_files(None) if (p, f) in groups]
+    schema = pa.schema([("__okey", pa.string())] + [(f"__old_{f}", job.data_schema.field(f).type) for f in fields])
+    stored = job.spark.createDataFrame(paths, "path string").mapInArrow(
+        _stored_ordering_task(job.storage, job.base_path, fields, schema), from_arrow_schema(schema)
+    )
+    j = movers.join(stored, movers[RECORD_KEY_COL] == stored["__okey"], "left")
+    old_wins = F.lit(False)
+    for f in reversed(fields):
+        o, n = F.col(f"__old_{f}"), F.col(f)
+        gt = (o.isNotNull() & n.isNull()) | F.coalesce(o > n, F.lit(False))
+        old_wins = gt | (o.eqNullSafe(n) & old_wins)
+    drop = ["__okey", *[f"__old_{f}" for f in fields]]
+    return j.filter(~old_wins).drop(*drop), j.filter(old_wins).drop(*drop)
 
 
 class UpsertProducer(WriteProducer):

@@ -323,12 +323,6 @@ def test_non_global_same_key_two_partitions_in_one_batch(spark, tmp_path: Path) 
     _check_all(table, model, spark, "same key, two partitions")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="GLOBAL_SIMPLE + update.partition.path=true moves a key to its new partition "
-    "even when the incoming record has a lower ordering value than the stored one (Hudi keeps the "
-    "stored record where it is): apply_partition_moves does not compare ordering values",
-)
 def test_global_move_with_lower_ordering_keeps_stored(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     spec = Spec(("id",), ("dt",), global_index=True, update_partition_path=True)
     opts = spec.options("gmove")
@@ -343,13 +337,6 @@ def test_global_move_with_lower_ordering_keeps_stored(spark, tmp_path: Path) -> 
     _check_all(table, model, spark, "lower-ordering partition move")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Table.read_incremental compares _hoodie_commit_time (requested instant "
-    "times) with start/end; hudi-rs (Hudi 1.x, table version 8+) takes start/end as completion "
-    "times, so for requested-time bounds (t_i, t_i+1] hudi-rs returns commit i's records and "
-    "pyhudi commit i+1's",
-)
 def test_incremental_requested_time_bounds(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     spec = Spec(("id",), ("dt",))
     opts = spec.options("incr")
