@@ -18,8 +18,9 @@ hudi-rs incremental semantics (table version 9), found with these tests: ``start
 ``_hoodie_commit_time`` belongs to a commit that completed in ``(start, end]``. So (commit i's completion time,
 commit i+1's completion time] gives exactly the records commit i+1 wrote and that are still current; a range of
 *requested* instant times ``(t_i, t_i+1]`` gives commit **i**'s records (t_i < completion_i <= t_i+1).
-``Table.read_incremental`` compares ``_hoodie_commit_time`` (a requested time) with ``start``/``end``: it agrees with
-hudi-rs for completion-time bounds, not for requested-time bounds (see ``test_incremental_requested_time_bounds``).
+``Table.read_incremental`` takes ``start``/``end`` as completion times too (it used to compare them with
+``_hoodie_commit_time``, a requested time, and disagreed with hudi-rs for requested-time bounds: see
+``test_incremental_requested_time_bounds``).
 
 insert and bulk_insert do not look keys up: the workload only feeds them keys the table does not hold.
 """
