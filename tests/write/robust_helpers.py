@@ -7,9 +7,11 @@ stored row when its ``ts`` is >= the stored one, a delete drops the key).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -111,15 +113,28 @@ def run_cli(*args: str, timeout: float = 600, **env: str) -> subprocess.Complete
 def run_cli_concurrently(
     commands: dict[str, list[str]], timeout: float = 900
 ) -> dict[str, subprocess.CompletedProcess[str]]:
-    """Start every ``pyhudi`` command at once (each starts its own Spark) and wait for all of them."""
-    procs = {
-        name: subprocess.Popen(
-            [PYHUDI, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_env()
-        )
-        for name, args in commands.items()
-    }
-    out = {}
-    for name, proc in procs.items():
-        stdout, stderr = proc.communicate(timeout=timeout)
-        out[name] = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
-    return out
+    """Start every ``pyhudi`` command at once (each starts its own Spark) and wait for all of them.
+
+    Output goes to temporary files, not pipes: a failing Spark job logs far more than a pipe buffer holds, and a
+    child blocked on a full pipe nobody reads yet would never finish."""
+    results = {}
+    with contextlib.ExitStack() as stack:
+        procs = {}
+        for name, args in commands.items():
+            out = stack.enter_context(tempfile.TemporaryFile("w+"))
+            err = stack.enter_context(tempfile.TemporaryFile("w+"))
+            proc = subprocess.Popen([PYHUDI, *args], stdout=out, stderr=err, text=True, env=cli_env())
+            stack.callback(_reap, proc)
+            procs[name] = (proc, out, err)
+        for name, (proc, out, err) in procs.items():
+            proc.wait(timeout=timeout)
+            out.seek(0)
+            err.seek(0)
+            results[name] = subprocess.CompletedProcess(proc.args, proc.returncode, out.read(), err.read())
+    return results
+
+
+def _reap(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
