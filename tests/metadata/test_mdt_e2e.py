@@ -1,0 +1,381 @@
+"""The metadata table end to end through ``Table.write`` on Spark: hudi-rs lists our tables through the files
+partition, compaction and cleaning of the metadata table, crashes between the two commits and inside a
+metadata compaction, creating / removing the metadata table on an existing table, and upserts into a
+Java-written table whose metadata table has partitions pyhudi does not maintain."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from click.testing import CliRunner
+
+from pyhudi.cli.main import main as cli_main
+from pyhudi.io.storage import Storage
+from pyhudi.metadata.reader import FILES, MetadataTableReader
+from pyhudi.metadata.validate import validate_table
+from pyhudi.metadata.writer import INIT_PREFIX, MetadataWriter
+from pyhudi.table.filenames import parse_data_file_name
+from pyhudi.table.table import Table
+from pyhudi.table.timeline import COMMIT, COMPACTION, DELTA_COMMIT, ActiveTimeline
+from tests.paths import TABLE_ZIPS_DIR
+from tests.table.conftest import unzip_table
+
+hudi = pytest.importorskip("hudi")
+
+SCHEMA = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("dt", pa.string()), ("v", pa.int64())])
+
+
+def opts(name: str, **extra: str) -> dict[str, str]:
+    return {
+        "hoodie.table.name": name,
+        "hoodie.datasource.write.recordkey.field": "id",
+        "hoodie.datasource.write.partitionpath.field": "dt",
+        "hoodie.table.ordering.fields": "ts",
+        "hoodie.datasource.write.hive_style_partitioning": "true",
+        **extra,
+    }
+
+
+class Model:
+    """id -> (dt, ts, v); upsert = newest ts wins (ties: incoming)."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, tuple[str, int, int]] = {}
+
+    def upsert(self, rows: list[dict[str, Any]]) -> None:
+        for r in rows:
+            old = self.rows.get(r["id"])
+            if old is None or r["ts"] >= old[1]:
+                self.rows[r["id"]] = (r["dt"], r["ts"], r["v"])
+
+    def snapshot(self) -> list[tuple[str, str, int, int]]:
+        return sorted((k, dt, ts, v) for k, (dt, ts, v) in self.rows.items())
+
+
+def rows(ids: list[str], ts: int, v: int) -> list[dict[str, Any]]:
+    return [{"id": i, "ts": ts, "dt": "2026-11-0" + str(int(i[1:]) % 2 + 1), "v": v} for i in ids]
+
+
+def hudi_rs_table(base: str) -> pa.Table:
+    t = hudi.HudiTableBuilder.from_base_uri(base).build()
+    batches = list(t.read(hudi.HudiReadOptions()))
+    return pa.Table.from_batches(batches) if batches else pa.table({})
+
+
+def snap(t: pa.Table) -> list[tuple[str, str, int, int]]:
+    if not t.num_rows:
+        return []
+    return sorted(zip(*(t.column(c).to_pylist() for c in ("id", "dt", "ts", "v")), strict=True))
+
+
+def hudi_slices(base: str) -> list[tuple[str, str, str]]:
+    t = hudi.HudiTableBuilder.from_base_uri(base).build()
+    return sorted((fs.partition_path, fs.file_id, fs.base_file_name or "") for fs in t.get_file_slices())
+
+
+def slices_of(view: Any) -> list[tuple[str, str, str]]:
+    return sorted(
+        (s.partition, s.file_id, s.base_file.file_name if s.base_file else "")
+        for s in view.latest_file_slices()
+    )
+
+
+def mdt_timeline(base: str) -> ActiveTimeline:
+    t = Table.open(base)
+    return MetadataWriter(t.storage, t.base_path, t.config).timeline()
+
+
+def mdt_file_names(base: str, partition: str = FILES) -> list[str]:
+    d = Path(base, ".hoodie", "metadata", partition)
+    return (
+        sorted(p.name for p in d.iterdir() if parse_data_file_name(p.name) is not None) if d.is_dir() else []
+    )
+
+
+def cli_validate(base: str) -> tuple[int, dict[str, Any]]:
+    res = CliRunner().invoke(cli_main, ["validate", base, "--json"])
+    return res.exit_code, json.loads(res.output)
+
+
+def check(table: Table, model: Model, what: str) -> None:
+    """hudi-rs and Table.to_arrow read the model; views from the metadata table, a listing and hudi-rs agree;
+    ``pyhudi validate`` is ok."""
+    base = table.base_path
+    table = Table.open(base)
+    assert snap(hudi_rs_table(base)) == model.snapshot(), f"{what}: hudi-rs"
+    assert snap(table.to_arrow()) == model.snapshot(), f"{what}: to_arrow"
+    mdt = slices_of(table.view(use_metadata=True))
+    assert mdt == slices_of(table.view(use_metadata=False)) == hudi_slices(base), what
+    code, rep = cli_validate(base)
+    assert (code, rep["ok"]) == (0, True), (what, rep)
+
+
+class Writer:
+    def __init__(self, spark: Any, base: str, name: str, model: Model) -> None:
+        self.spark, self.base, self.name, self.model = spark, base, name, model
+        self.table = Table.create(base, SCHEMA, opts(name))
+
+    def write(self, batch: list[dict[str, Any]], **extra: str) -> str:
+        df = self.spark.createDataFrame(pa.Table.from_pylist(batch, schema=SCHEMA))
+        res = Table.open(self.base).write(df, "upsert", opts(self.name, **extra))
+        self.model.upsert(batch)
+        return res.instant
+
+
+def test_dropped_file_invisible_to_hudi_rs_and_reported(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    base = str(tmp_path / "t")
+    model = Model()
+    w = Writer(spark, base, "drop", model)
+    w.write(rows([f"k{i}" for i in range(6)], 1, 1))
+    last = w.write(rows(["k0", "k3"], 2, 2))
+    table = Table.open(base)
+    assert table.config.metadata_partitions == [FILES] and table.has_metadata_table
+    check(table, model, "before the drop")
+
+    # a parquet file dropped without a commit: a copy of a committed base file under a new file id, with a
+    # completed instant in its name (a storage listing takes it for a committed file group)
+    src = next(s for s in table.view().latest_base_files() if s.instant == last)
+    new_fid = "deadbeef-0000-4000-8000-000000000000-0"
+    parsed = parse_data_file_name(src.file_name)
+    assert parsed is not None
+    dropped = Path(base, src.partition, src.file_name.replace(parsed.file_id, new_fid))
+    shutil.copyfile(Path(base, src.relative_path), dropped)
+
+    listed = Table.open(base).view(use_metadata=False)
+    assert new_fid in {s.file_id for s in listed.latest_file_slices()}  # a listing-based view sees it
+    assert new_fid not in {s.file_id for s in Table.open(base).view(use_metadata=True).latest_file_slices()}
+    assert new_fid not in {f for _, f, _ in hudi_slices(base)}  # hudi-rs lists through the files partition
+    assert snap(hudi_rs_table(base)) == model.snapshot()  # (a listing would add duplicate rows of k0/k3)
+    code, rep = cli_validate(base)
+    assert code == 1 and not rep["ok"]
+    assert rep["missing_in_metadata"] == [f"{src.partition}/{dropped.name}"]
+    assert f"{src.partition}/{new_fid}" in rep["file_slices_differ"]
+    res = CliRunner().invoke(cli_main, ["validate", base])
+    assert res.exit_code == 1 and "missing_in_metadata" in res.output
+
+    # a write that compacts the metadata table: still invisible, hudi-rs still reads the model
+    n_compactions = len([i for i in mdt_timeline(base).completed() if i.action == COMMIT])
+    w.write(rows(["k1", "k6"], 3, 3), **{"hoodie.metadata.compact.max.delta.commits": "1"})
+    assert len([i for i in mdt_timeline(base).completed() if i.action == COMMIT]) == n_compactions + 1
+    assert snap(hudi_rs_table(base)) == model.snapshot()
+    assert new_fid not in {f for _, f, _ in hudi_slices(base)}
+    code, rep = cli_validate(base)
+    assert code == 1 and rep["missing_in_metadata"] == [f"{src.partition}/{dropped.name}"]
+    dropped.unlink()
+    check(Table.open(base), model, "after compaction, dropped file removed")
+
+
+def test_twelve_spark_commits_compact_twice(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    base = str(tmp_path / "t")
+    model = Model()
+    w = Writer(spark, base, "many", model)
+    extra = {"hoodie.metadata.compact.max.delta.commits": "5", "hoodie.cleaner.commits.retained": "3"}
+    t0 = time.perf_counter()
+    for i in range(12):
+        w.write(rows([f"k{i % 4}", f"n{i}"], i, i), **extra)
+    elapsed = time.perf_counter() - t0
+    mdt_tl = mdt_timeline(base)
+    compactions = sorted(i.requested_time for i in mdt_tl.completed() if i.action == COMMIT)
+    assert len(compactions) >= 2, [str(i) for i in mdt_tl]
+    assert not mdt_tl.pending()
+    table = Table.open(base)
+    assert validate_table(table).ok
+    check(table, model, f"after 12 commits ({elapsed:.0f}s)")
+    # old metadata file slices were cleaned: nothing older than the second-to-last compaction is left
+    names = mdt_file_names(base)
+    assert [
+        n for n in names if (p := parse_data_file_name(n)) is not None and p.instant < compactions[-2]
+    ] == []
+
+
+def test_crash_before_data_commit_and_in_metadata_compaction(  # type: ignore[no-untyped-def]
+    spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base = str(tmp_path / "t")
+    model = Model()
+    w = Writer(spark, base, "crash", model)
+    w.write(rows([f"k{i}" for i in range(4)], 1, 1))
+    before = model.snapshot()
+
+    # 1. crash between the metadata deltacommit and the data commit
+    batch = rows(["k0", "k9"], 2, 2)
+    df = spark.createDataFrame(pa.Table.from_pylist(batch, schema=SCHEMA))
+    with pytest.raises(Exception, match="injected fault: before_data_commit"):
+        Table.open(base).write(df, "upsert", opts("crash", **{"pyhudi.test.fault": "before_data_commit"}))
+    data_tl = Table.open(base).timeline()
+    failed = [i.requested_time for i in data_tl.pending() if i.action == COMMIT]
+    assert len(failed) == 1
+    assert mdt_timeline(base).completed().contains(failed[0])  # the deltacommit completed
+    assert any(failed[0] in n for n in mdt_file_names(base))
+    check(Table.open(base), model, "after the crash before the data commit")
+    assert model.snapshot() == before
+
+    w.write(rows(["k1"], 3, 3))  # the next write rolls the failed one back, metadata first
+    assert not any(failed[0] in n for n in mdt_file_names(base))
+    assert mdt_timeline(base).get(failed[0]) is None
+    assert not Table.open(base).timeline().pending()
+    check(Table.open(base), model, "after the recovering write")
+
+    # 2. crash inside a metadata compaction (after its base files are written, before it completes)
+    state = {"compacting": False}
+    orig_compact, orig_ct = MetadataWriter.compact, MetadataWriter._completion_time
+
+    def compact(self: MetadataWriter, dt: ActiveTimeline, instant: str) -> Any:
+        state["compacting"] = True
+        try:
+            return orig_compact(self, dt, instant)
+        finally:
+            state["compacting"] = False
+
+    def completion_time(self: MetadataWriter, tl: ActiveTimeline, instant: str) -> str:
+        if state["compacting"]:
+            raise RuntimeError("injected: metadata compaction died after writing its base files")
+        return orig_ct(self, tl, instant)
+
+    monkeypatch.setattr(MetadataWriter, "compact", compact)
+    monkeypatch.setattr(MetadataWriter, "_completion_time", completion_time)
+    batch = rows(["k2", "k8"], 4, 4)
+    with pytest.raises(RuntimeError, match="injected: metadata compaction"):
+        w.write(batch, **{"hoodie.metadata.compact.max.delta.commits": "1"})
+    monkeypatch.undo()
+    model.upsert(batch)  # the data commit completed before the metadata compaction started
+    pending = [i for i in mdt_timeline(base).pending() if i.action == COMPACTION]
+    assert len(pending) == 1
+    ct = pending[0].requested_time
+    assert any(ct in n and n.endswith(".hfile") for n in mdt_file_names(base))
+    check(Table.open(base), model, "with a pending metadata compaction")  # the data commit had completed
+
+    w.write(rows(["k3"], 5, 5))  # recovers: the pending compaction and its files are gone
+    assert mdt_timeline(base).get(ct) is None
+    assert not any(ct in n for n in mdt_file_names(base))
+    check(Table.open(base), model, "after recovering from the compaction crash")
+    w.write(rows(["k0"], 6, 6), **{"hoodie.metadata.compact.max.delta.commits": "1"})
+    assert [i for i in mdt_timeline(base).completed() if i.action == COMMIT]
+    check(Table.open(base), model, "after a completed compaction")
+
+
+def test_create_on_existing_table_then_disable(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    base = str(tmp_path / "t")
+    model = Model()
+    w = Writer(spark, base, "toggle", model)
+    off = {"hoodie.metadata.enable": "false"}
+    w.write(rows([f"k{i}" for i in range(4)], 1, 1), **off)
+    w.write(rows(["k0"], 2, 2), **off)
+    assert not Path(base, ".hoodie", "metadata").exists()
+    assert Table.open(base).config.metadata_partitions == []
+    assert snap(hudi_rs_table(base)) == model.snapshot()
+
+    w.write(rows(["k1", "k5"], 3, 3))  # enabled (default): created from a listing, then this commit applied
+    table = Table.open(base)
+    assert table.has_metadata_table and table.config.metadata_partitions == [FILES]
+    inits = [
+        i.requested_time for i in mdt_timeline(base).completed() if i.requested_time.startswith(INIT_PREFIX)
+    ]
+    assert inits == [f"{INIT_PREFIX}000"]
+    # the bootstrap listed the files of the two earlier commits
+    reader = MetadataTableReader(
+        table.storage, table.base_path, data_timeline=table.timeline(), data_config=table.config
+    )
+    committed = {i.requested_time for i in table.timeline().completed_commits()}
+    listed = {parse_data_file_name(n).instant for files in reader.all_files().values() for n in files}  # type: ignore[union-attr]
+    assert listed == committed
+    check(table, model, "after creation on an existing table")
+    w.write(rows(["k2"], 4, 4))
+    inits = [
+        i.requested_time for i in mdt_timeline(base).completed() if i.requested_time.startswith(INIT_PREFIX)
+    ]
+    assert inits == [f"{INIT_PREFIX}000"]  # bootstrapped once
+    deltas = [i for i in mdt_timeline(base).completed() if i.action == DELTA_COMMIT]
+    assert len(deltas) >= 3
+
+    w.write(rows(["k3"], 5, 5), **off)  # disabled: the metadata table goes, property and folder
+    table = Table.open(base)
+    assert not Path(base, ".hoodie", "metadata").exists()
+    props = Path(base, ".hoodie", "hoodie.properties").read_text()
+    assert "hoodie.table.metadata.partitions=" not in props.replace(
+        "hoodie.table.metadata.partitions.inflight", ""
+    )
+    assert not table.has_metadata_table
+    assert snap(hudi_rs_table(base)) == model.snapshot()  # hudi-rs reads by listing
+    assert snap(table.to_arrow()) == model.snapshot()
+    assert slices_of(table.view()) == hudi_slices(base)
+
+
+FIXTURE = "cow_v9_txns_simple_meta.zip"
+UNMAINTAINED = (
+    "column_stats",
+    "partition_stats",
+    "secondary_index_merchant_idx",
+    "secondary_index_txn_date_idx",
+)
+
+
+@pytest.mark.skipif(not (TABLE_ZIPS_DIR / FIXTURE).is_file(), reason=f"{FIXTURE} not available")
+def test_upsert_into_java_written_table(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    base = str(unzip_table(FIXTURE, tmp_path))
+    before_props = Table.open(base).config.metadata_partitions
+    assert set(UNMAINTAINED) <= set(before_props)
+    snap0 = hudi_rs_table(base)
+    data_cols = [c for c in snap0.column_names if not c.startswith("_hoodie_")]
+    data = snap0.select(data_cols)
+    # change txn_metadata (a string) and bump txn_ts on three records
+    ids = sorted(data.column("txn_id").to_pylist())[:3]
+    rows_by_id = {r["txn_id"]: r for r in data.to_pylist()}
+    changed = []
+    for i in ids:
+        r = dict(rows_by_id[i])
+        r["txn_metadata"] = f"changed-{i}"
+        r["txn_ts"] = (r["txn_ts"] or 0) + 1
+        changed.append(r)
+    batch = pa.Table.from_pylist(changed, schema=data.schema)
+    o = {
+        "hoodie.table.name": Table.open(base).name,
+        "hoodie.datasource.write.recordkey.field": "txn_id",
+        "hoodie.datasource.write.partitionpath.field": "region",
+        "hoodie.table.ordering.fields": "txn_ts",
+        "hoodie.datasource.write.hive_style_partitioning": "true",
+    }
+    mdt_before = {i.requested_time for i in mdt_timeline(base).completed()}
+    res = Table.open(base).write(spark.createDataFrame(batch), "upsert", o)
+
+    table = Table.open(base)
+    parts = table.config.metadata_partitions
+    for p in UNMAINTAINED:
+        assert p not in parts
+        assert not Path(base, ".hoodie", "metadata", p).exists(), p
+    assert FILES in parts
+    assert table.config.metadata_partitions_inflight == []
+    # the files partition got this commit's deltacommit and lists its files
+    mdt_tl = mdt_timeline(base)
+    assert mdt_tl.completed().contains(res.instant) and res.instant not in mdt_before
+    st, p = Storage.from_uri(base)
+    reader = MetadataTableReader(st, p, data_timeline=table.timeline(), data_config=table.config)
+    written = {s.path.rsplit("/", 1)[-1] for s in res.stats}
+    assert written and written <= {n for files in reader.all_files().values() for n in files}
+    rep = validate_table(table)
+    assert rep.ok, rep.to_dict()
+    code, _ = cli_validate(base)
+    assert code == 0
+
+    # hudi-rs reads the model: the fixture's rows with the three changed
+    want = {r["txn_id"]: r for r in data.to_pylist()}
+    want.update({r["txn_id"]: r for r in changed})
+    got = hudi_rs_table(base).select(data_cols).cast(data.schema)
+    assert sorted(got.to_pylist(), key=lambda r: r["txn_id"]) == sorted(
+        want.values(), key=lambda r: r["txn_id"]
+    )
+    assert (
+        slices_of(table.view(use_metadata=True))
+        == slices_of(table.view(use_metadata=False))
+        == hudi_slices(base)
+    )
+
+    if "record_index" in parts:  # pyhudi maintains a record index it finds: it must know the live keys
+        found = table.lookup(sorted(want))
+        assert all(found.column("found").to_pylist())
