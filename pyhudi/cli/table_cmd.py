@@ -81,6 +81,12 @@ def write(
         opts[C.INDEX_TYPE] = index_type
     if table_name:
         opts[C.TABLE_NAME] = table_name
+    given = opts.get(C.OPERATION)
+    if given is not None and given.strip().lower() != operation:
+        raise ConfigError(
+            f"option {C.OPERATION}={given!r} conflicts with --operation {operation}"
+            + ("" if given.strip().lower() in C.OPERATIONS else f" (known operations: {', '.join(C.OPERATIONS)})")
+        )
     opts[C.OPERATION] = operation
     C.WriteConfig.from_options(opts)  # reject bad options before starting Spark
     spark = get_spark()

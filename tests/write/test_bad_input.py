@@ -128,10 +128,6 @@ CLI_CASES = {
     "max_file_size_not_a_number": (lambda: to_arrow(NEW), ["--option", "hoodie.parquet.max.file.size=abc"],
                                    r"error: option hoodie\.parquet\.max\.file\.size must be an integer"),
 }
-CLI_OPERATION_OPTION_BUG = (
-    "pyhudi write overwrites --option hoodie.datasource.write.operation with --operation (default upsert), so "
-    "an unknown value (merge) is silently ignored and the write runs as an upsert"
-)
 
 
 @pytest.fixture(scope="module")
@@ -164,7 +160,6 @@ def test_cli_rejects_and_writes_nothing(cli_results: dict, case: str) -> None:
     assert cli_results["after"] == cli_results["before"]
 
 
-@pytest.mark.xfail(strict=True, reason=CLI_OPERATION_OPTION_BUG)
 def test_cli_rejects_unknown_operation_option(cli_results: dict) -> None:
     r: subprocess.CompletedProcess[str] = cli_results["results"]["operation_option_merge"]
     assert r.returncode == 1, (r.returncode, r.stdout[-500:])
