@@ -329,10 +329,12 @@ def tag_task(lookup: RecordIndexLookup, key_col: str, loc_partition_col: str, lo
 def tag_records(records, lookup: RecordIndexLookup, key_col: str, loc_partition_col: str, loc_file_id_col: str, parallelism: int):
     """Spark: route records to their record-index file group (one task per group, or a few), look their keys
     up in one batch per group, and return the records with their current location (null: a new key)."""
-    from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    from pyhudi.spark.session import arrow_schema
 
     n = lookup.num_file_groups
-    schema = to_arrow_schema(records.schema)
+    schema = arrow_schema(records)
     with_fg = records.mapInArrow(
         add_file_group_task(key_col, n), from_arrow_schema(schema.append(pa.field(_FG_COL, pa.int32())))
     )

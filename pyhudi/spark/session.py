@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 from pyhudi.errors import ConfigError
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    import pyarrow as pa
+    from pyspark.sql import DataFrame, SparkSession
 
 LOOPBACK = "127.0.0.1"
 ENV_MASTER = "PYHUDI_SPARK_MASTER"
@@ -89,3 +90,11 @@ def get_spark(master: str | None = None, app_name: str = "pyhudi") -> SparkSessi
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def arrow_schema(df: DataFrame) -> pa.Schema:
+    """The Arrow schema of a Spark DataFrame (timestamps in the session time zone, as Arrow batches carry them)."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    tz = df.sparkSession.conf.get("spark.sql.session.timeZone") or "UTC"
+    return to_arrow_schema(df.schema, timezone=tz)

@@ -125,9 +125,9 @@ class Table:
         """The table at ``uri``, created from ``df``'s schema and ``options`` if the path holds none."""
         if cls.exists(uri):
             return cls.open(uri)
-        from pyspark.sql.pandas.types import to_arrow_schema
+        from pyhudi.spark.session import arrow_schema
 
-        return cls.create(uri, to_arrow_schema(df.schema), options)
+        return cls.create(uri, arrow_schema(df), options)
 
     # -- metadata -----------------------------------------------------------------------------------
     @property
@@ -341,9 +341,9 @@ class Table:
             )
         opts[C.OPERATION] = operation
         wc = C.WriteConfig.from_options(opts)
-        from pyspark.sql.pandas.types import to_arrow_schema
+        from pyhudi.spark.session import arrow_schema
 
-        incoming = to_arrow_schema(df.schema)
+        incoming = arrow_schema(df)
         timeline = self.timeline()
         has_commits = bool(timeline.completed_commits())
         if wc.operation == "delete":

@@ -380,9 +380,9 @@ def _storage_level() -> Any:
 
 
 def _arrow_field(df: DataFrame, col: str) -> pa.Field:
-    from pyspark.sql.pandas.types import to_arrow_schema
+    from pyhudi.spark.session import arrow_schema
 
-    return to_arrow_schema(df.select(col).schema).field(0)
+    return arrow_schema(df.select(col)).field(0)
 
 
 def apply_partition_moves(tagged: DataFrame, update_partition_path: bool, job: WriteJob | None = None) -> DataFrame:

@@ -393,14 +393,6 @@ def test_delete_from_java_written_table(spark, tmp_path: Path) -> None:  # type:
 
 
 @needs_fixture
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="Table.write calls pyspark's to_arrow_schema(df.schema) without timezone=: any input with a "
-    "TimestampType column (the fixture's txn_datetime) fails with a bare AssertionError in "
-    "pyspark/sql/pandas/types.py (pyhudi/table/table.py write(); same call in write/producer.py and "
-    "metadata/record_index.py)",
-)
 def test_upsert_into_java_written_table(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     base = str(unzip_table(FIXTURE, tmp_path))
     data = fixture_rows(base)
