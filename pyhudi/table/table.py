@@ -357,7 +357,7 @@ class Table:
         MetadataWriter(self.storage, self.base_path, self.config).recover(timeline)  # before the data rollback
         rollback_failed_writes(self.storage, self.base_path, timeline, gen)
         timeline = timeline.reload()
-        writer = self._prepare_metadata(opts, timeline)
+        writer: MetadataWriter | None = None
         instant = gen.next(floor=timeline.latest_time())
         spark = df.sparkSession
         job = WriteJob(
@@ -378,6 +378,9 @@ class Table:
         def start_instant() -> None:
             # The instant appears on the timeline only now, with the input validated (columns, null keys) and
             # the write planned, so bad input leaves no trace. Markers and data files come after this.
+            nonlocal writer
+            # metadata table set-up (creation, record-index build) also waits for validated input
+            writer = self._prepare_metadata(opts, timeline)
             requested = timeline.create_requested(COMMIT, instant)
             pending.append(timeline.transition_to_inflight(
                 requested, {"partitionToWriteStats": {}, "compacted": False, "extraMetadata": {}, "version": None,

@@ -27,6 +27,8 @@ from pyhudi.table.timeline import COMMIT, COMPACTION, DELTA_COMMIT, ActiveTimeli
 from tests.paths import TABLE_ZIPS_DIR
 from tests.table.conftest import unzip_table
 
+pytestmark = [pytest.mark.spark, pytest.mark.slow]  # Spark-heavy: run by make test-all
+
 hudi = pytest.importorskip("hudi")
 
 SCHEMA = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("dt", pa.string()), ("v", pa.int64())])
