@@ -151,7 +151,8 @@ def decode_datum(
 
 
 # -- object container files ---------------------------------------------------------------------------------
-def _zigzag(n: int) -> bytes:
+def zigzag_long(n: int) -> bytes:
+    """Avro's zig-zag varint encoding of a long."""
     z = (n << 1) ^ (n >> 63)
     out = bytearray()
     while z & ~0x7F:
@@ -162,7 +163,7 @@ def _zigzag(n: int) -> bytes:
 
 
 def _avro_bytes(b: bytes) -> bytes:
-    return _zigzag(len(b)) + b
+    return zigzag_long(len(b)) + b
 
 
 def write_container(
@@ -178,15 +179,15 @@ def write_container(
         raise ValueError("sync marker must be 16 bytes")
     parsed = load_schema(schema_name)
     header = bytearray(AVRO_MAGIC)
-    header += _zigzag(1)  # metadata map: one entry
+    header += zigzag_long(1)  # metadata map: one entry
     header += _avro_bytes(b"avro.schema")
     header += _avro_bytes(java_schema_json(schema_json(schema_name)).encode("utf-8"))
-    header += _zigzag(0)  # end of map
+    header += zigzag_long(0)  # end of map
     header += sync
     if not recs:
         return bytes(header)
     body = b"".join(encode_datum(r, parsed) for r in recs)
-    return bytes(header) + _zigzag(len(recs)) + _zigzag(len(body)) + body + sync
+    return bytes(header) + zigzag_long(len(recs)) + zigzag_long(len(body)) + body + sync
 
 
 def iter_container(

@@ -402,46 +402,36 @@ def encode_delete_content(records: Iterable[DeleteRecord]) -> bytes:
     recs = list(records)
     body = bytearray()
     if recs:
-        body += _zz(len(recs))
+        body += avro.zigzag_long(len(recs))
         for r in recs:
             body += _opt_str(r.record_key) + _opt_str(r.partition_path) + _ordering(r.ordering_value)
-    body += _zz(0)
+    body += avro.zigzag_long(0)
     datum = bytes(body)
     return _INT.pack(LOG_BLOCK_VERSION) + _INT.pack(len(datum)) + datum
 
 
-def _zz(n: int) -> bytes:
-    z = (n << 1) ^ (n >> 63)
-    out = bytearray()
-    while z & ~0x7F:
-        out.append((z & 0x7F) | 0x80)
-        z >>= 7
-    out.append(z)
-    return bytes(out)
-
-
 def _opt_str(v: str | None) -> bytes:
     if v is None:
-        return _zz(0)
+        return avro.zigzag_long(0)
     b = v.encode("utf-8")
-    return _zz(1) + _zz(len(b)) + b
+    return avro.zigzag_long(1) + avro.zigzag_long(len(b)) + b
 
 
 def _ordering(v: Any) -> bytes:
     # union: null, int, long, float, double, bytes, string, decimal, date, time-millis, time-micros, ts-millis, ts-micros
     if v is None:
-        return _zz(0)
+        return avro.zigzag_long(0)
     if isinstance(v, bool):
         raise PyHudiError("boolean ordering values cannot be written to a delete block")
     if isinstance(v, int):
-        return _zz(2) + _zz(v)
+        return avro.zigzag_long(2) + avro.zigzag_long(v)
     if isinstance(v, float):
-        return _zz(4) + struct.pack("<d", v)
+        return avro.zigzag_long(4) + struct.pack("<d", v)
     if isinstance(v, bytes):
-        return _zz(5) + _zz(len(v)) + v
+        return avro.zigzag_long(5) + avro.zigzag_long(len(v)) + v
     if isinstance(v, str):
         b = v.encode("utf-8")
-        return _zz(6) + _zz(len(b)) + b
+        return avro.zigzag_long(6) + avro.zigzag_long(len(b)) + b
     raise PyHudiError(f"unsupported ordering value type {type(v).__name__} in a delete block")
 
 
