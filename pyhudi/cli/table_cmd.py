@@ -231,19 +231,21 @@ def index() -> None:
 @index.command("build")
 @click.argument("table")
 @click.option("--file-groups", type=click.IntRange(min=1), default=None, help="N (default: estimated).")
+@click.option("--async", "concurrent", is_flag=True,
+              help="Build while other writers keep committing (indexing instant, catch-up of their commits).")
 @click.option("--option", "options", multiple=True, help="hoodie.* option as KEY=VALUE (repeatable).")
 @click.option("--json", "as_json", is_flag=True)
-def index_build(table: str, file_groups: int | None, options: tuple[str, ...], as_json: bool) -> None:
+def index_build(table: str, file_groups: int | None, concurrent: bool, options: tuple[str, ...], as_json: bool) -> None:
     """Build TABLE's record index from its latest base files (listed by the files partition)."""
     from pyhudi.table.table import Table
 
     t = Table.open(table)
     if "record_index" in t.config.metadata_partitions:
         raise InvalidInputError(f"{table} already has a record index")
-    n = t.build_record_index(file_groups, options=_parse_options(options))
+    n = t.build_record_index(file_groups, options=_parse_options(options), concurrent=concurrent)
     stats = Table.open(table).record_index_stats()
     if as_json:
-        emit_json({"file_groups": n, **stats})
+        emit_json({"file_groups": n, "async": concurrent, **stats})
     else:
         click.echo(f"record index built: {stats['entries']} entries in {n} file groups, {stats['bytes']} bytes")
 

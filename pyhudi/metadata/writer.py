@@ -51,6 +51,7 @@ from pyhudi.table.timeline import (
     COMMIT,
     COMPACTION,
     DELTA_COMMIT,
+    INDEXING,
     ActiveTimeline,
     Instant,
     InstantTimeGenerator,
@@ -326,7 +327,7 @@ class MetadataWriter:
         readers treat the instants a data rollback lists as valid."""
         if not self.exists:
             return
-        targets = {i.requested_time for i in data_timeline.pending() if i.action != "clean"}
+        targets = {i.requested_time for i in data_timeline.pending() if i.action not in ("clean", INDEXING)}
         for rb in data_timeline.by_action("rollback").pending():
             plan = data_timeline.read_content(rb) or {}
             t = (plan.get("instantToRollback") or {}).get("commitTime")
@@ -340,6 +341,8 @@ class MetadataWriter:
 
     # -- compaction and cleaning ----------------------------------------------------------------------
     def maybe_compact(self, data_timeline: ActiveTimeline, max_delta_commits: int, new_time: str) -> Instant | None:
+        if data_timeline.by_action(INDEXING).pending():
+            return None  # an async index build is writing a partition: compaction waits for it
         tl = self.timeline()
         done = list(tl.completed())
         last_compaction = max((i.requested_time for i in done if i.action == COMMIT), default="")

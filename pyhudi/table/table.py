@@ -12,6 +12,7 @@ import pyarrow.compute as pc
 from pyhudi import config as C
 from pyhudi.errors import ConfigError, InvalidInputError, PyHudiError
 from pyhudi.io.storage import Storage
+from pyhudi.metadata.indexer import pending_indexing
 from pyhudi.metadata.reader import (
     FILES,
     RECORD_INDEX,
@@ -181,7 +182,10 @@ class Table:
                 )
                 writer.delete()
             return None
-        maintained = {FILES, RECORD_INDEX} if rli_enabled(options) or RECORD_INDEX in self.config.metadata_partitions else {FILES}
+        keep_rli = rli_enabled(options) or RECORD_INDEX in self.config.metadata_partitions or (
+            RECORD_INDEX in self.config.metadata_partitions_inflight and pending_indexing(timeline) is not None
+        )  # an index being built by the async indexer stays
+        maintained = {FILES, RECORD_INDEX} if keep_rli else {FILES}
         stale = [p for p in self.config.metadata_partitions if p not in maintained]
         stale += [p for p in self.config.metadata_partitions_inflight if p not in maintained]
         if stale:
@@ -196,7 +200,8 @@ class Table:
             writer.create(timeline)
             self.config = read_table_config(self.storage, meta)
             writer.data_config = self.config
-        if rli_enabled(options) and RECORD_INDEX not in self.config.metadata_partitions:
+        building = RECORD_INDEX in self.config.metadata_partitions_inflight  # by the async indexer
+        if rli_enabled(options) and RECORD_INDEX not in self.config.metadata_partitions and not building:
             self.build_record_index(timeline=timeline, options=options, writer=writer)
         return writer
 
@@ -208,13 +213,22 @@ class Table:
         options: Mapping[str, str] | None = None,
         writer: MetadataWriter | None = None,
         spark: SparkSession | None = None,
+        concurrent: bool = False,
     ) -> int:
         """Initialise the record index from the latest base files listed by the files partition (no storage
         listing): keys read in parallel, N file groups (estimated from the record count with Hudi's formula
-        unless given), each written as one sorted base HFile by one Spark task. Returns N."""
+        unless given), each written as one sorted base HFile by one Spark task. Returns N.
+
+        ``concurrent=True`` runs the async indexer protocol (:mod:`pyhudi.metadata.indexer`): other writers may
+        keep committing during the build; their changes are caught up before the partition becomes available.
+        """
         from pyhudi.metadata.record_index import build_base_files, estimate_file_groups
         from pyhudi.spark.session import get_spark
 
+        if concurrent:
+            from pyhudi.metadata.indexer import AsyncRecordIndexBuilder
+
+            return AsyncRecordIndexBuilder(self, options, spark=spark).build(num_file_groups)
         tl = timeline or self.timeline()
         if writer is None:
             writer = self._prepare_metadata({**(options or {}), "hoodie.metadata.record.index.enable": "false"}, tl)
@@ -242,19 +256,27 @@ class Table:
     def _record_index_updates(self, producer: Any, instant: str) -> Any:
         """The metadata deltacommit's record-index part: new mappings and delete markers from the WriteStatus
         key lists, written by Spark tasks (one log file per touched file group)."""
-        if RECORD_INDEX not in self.config.metadata_partitions or getattr(producer, "status_df", None) is None:
+        if getattr(producer, "status_df", None) is None:
             return None
         from pyhudi.index.record import record_index_lookup
         from pyhudi.metadata.record_index import write_updates
 
         def run() -> dict[str, list[dict[str, Any]]]:
-            lk = record_index_lookup(self.storage, self.base_path, producer.job.timeline, self.config)
-            if lk is None:
+            # decided now, at commit time: an async indexer may have started building the partition meanwhile
+            cfg = read_table_config(self.storage, posixpath.join(self.base_path, METAFOLDER))
+            n: int | None = None
+            if RECORD_INDEX in cfg.metadata_partitions:
+                lk = record_index_lookup(self.storage, self.base_path, producer.job.timeline, cfg)
+                n = lk.num_file_groups if lk is not None else None
+            elif RECORD_INDEX in cfg.metadata_partitions_inflight:
+                plan = pending_indexing(producer.job.timeline.reload())
+                n = plan.file_groups if plan is not None else None
+            if n is None:
                 return {}
             with task_errors():
                 return {RECORD_INDEX: write_updates(
                     producer.job.spark, producer.status_df, self.storage, metadata_base_path(self.base_path),
-                    instant, lk.num_file_groups, producer.job.parallelism,
+                    instant, n, producer.job.parallelism,
                 )}
 
         return run

@@ -39,6 +39,6 @@ def test_small_flow_on_local_cluster() -> None:
 def test_flows_on_local_cluster() -> None:
     if not (ROOT / "tests" / "write" / "test_flows.py").is_file():
         pytest.skip("tests/write/test_flows.py is not there")
-    r = _pytest_on_cluster("tests/write/test_flows.py", "-m", "not slow", "-k", "non_partitioned or global_move")
+    r = _pytest_on_cluster("tests/write/test_flows.py", "-k", "non_partitioned or global_move")
     assert r.returncode == 0, r.stdout[-5000:] + r.stderr[-3000:]
     assert "passed" in r.stdout

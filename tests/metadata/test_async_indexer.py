@@ -1,0 +1,193 @@
+"""The async record-index builder: writers commit during each phase of the build (one of them unaware of the
+inflight partition, so the catch-up must derive its changes), in a writer thread running concurrently, and an
+indexer that dies midway; every run ends with a record index that agrees with the data and with hudi-rs."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from hudi import HudiTableBuilder
+
+from pyhudi import Table
+from pyhudi.metadata.indexer import AsyncRecordIndexBuilder, pending_indexing
+from pyhudi.metadata.reader import RECORD_INDEX
+from pyhudi.metadata.validate import validate_table
+from pyhudi.table.timeline import INDEXING
+
+pytestmark = pytest.mark.spark
+
+OPTS = {
+    "hoodie.table.name": "idx",
+    "hoodie.datasource.write.recordkey.field": "id",
+    "hoodie.datasource.write.partitionpath.field": "dt",
+    "hoodie.table.ordering.fields": "ts",
+    "hoodie.index.type": "GLOBAL_SIMPLE",
+    "hoodie.simple.index.update.partition.path": "true",
+    "hoodie.metadata.compact.max.delta.commits": "2",
+}
+DAYS = ["2026/11/20", "2026/11/21", "2026/11/22"]
+
+
+def _rows(ids: list[str], ts: int, days: list[str] | None = None) -> pa.Table:
+    days = days or [DAYS[hash(i) % 3] for i in ids]
+    return pa.table({"id": ids, "ts": pa.array([ts] * len(ids), pa.int64()), "dt": days,
+                     "v": pa.array([float(ts)] * len(ids))})
+
+
+class Model:
+    def __init__(self) -> None:
+        self.rows: dict[str, tuple[str, float]] = {}
+
+    def upsert(self, t: pa.Table) -> None:
+        for r in t.to_pylist():
+            self.rows[r["id"]] = (r["dt"], r["v"])
+
+    def delete(self, ids: list[str]) -> None:
+        for i in ids:
+            self.rows.pop(i, None)
+
+
+def _write(spark, base: str, model: Model, step: int, extra: dict[str, str] | None = None) -> None:  # type: ignore[no-untyped-def]
+    """One upsert (updates of live keys, a partition move, new keys) and one delete, through a fresh Table."""
+    live = sorted(model.rows)
+    table = Table.open(base)
+    new = [f"s{step}-{uuid.uuid4()}" for _ in range(5)]
+    moved = live[:1]
+    up = _rows(live[1:4] + new, 100 + step)
+    mv = _rows(moved, 100 + step, [DAYS[(DAYS.index(model.rows[moved[0]][0]) + 1) % 3]]) if moved else None
+    batch = pa.concat_tables([up, mv]) if mv is not None else up
+    table.write(spark.createDataFrame(batch), "upsert", {**OPTS, **(extra or {})})
+    model.upsert(batch)
+    gone = live[4:6]
+    if gone:
+        Table.open(base).write(spark.createDataFrame(_rows(gone, 0, [model.rows[g][0] for g in gone])), "delete",
+                               {**OPTS, **(extra or {})})
+        model.delete(gone)
+
+
+def _check(base: str, model: Model) -> None:
+    table = Table.open(base)
+    assert RECORD_INDEX in table.config.metadata_partitions
+    assert RECORD_INDEX not in table.config.metadata_partitions_inflight
+    assert pending_indexing(table.timeline()) is None
+    rep = validate_table(table)
+    assert rep.ok, rep.to_dict()
+    theirs = pa.Table.from_batches(HudiTableBuilder.from_base_uri(base).build().read())
+    got = {r["id"]: (r["dt"], r["v"]) for r in theirs.select(["id", "dt", "v"]).to_pylist()}
+    assert got == model.rows
+    where = {r["id"]: (r["_hoodie_partition_path"], r["_hoodie_file_name"].split("_")[0])
+             for r in theirs.select(["id", "_hoodie_partition_path", "_hoodie_file_name"]).to_pylist()}
+    gone_probe = ["never-written"]
+    for row in table.lookup([*model.rows, *gone_probe]).to_pylist():
+        if row["key"] in model.rows:
+            assert row["found"] and (row["partition"], row["file_id"]) == where[row["key"]], row
+        else:
+            assert not row["found"], row
+    assert rep.record_index is not None and rep.record_index["entries"] == len(model.rows)
+
+
+def _seed(spark, base: str) -> Model:  # type: ignore[no-untyped-def]
+    model = Model()
+    first = _rows([f"k{i:03d}" for i in range(60)], 1)
+    table = Table.create(base, first.schema, OPTS)
+    table.write(spark.createDataFrame(first), "bulk_insert", OPTS)
+    model.upsert(first)
+    return model
+
+
+def test_writers_during_each_phase_and_a_catch_up(spark, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    base = str(tmp_path / "t")
+    model = _seed(spark, base)
+    step = [0]
+
+    def hook(phase: str) -> None:
+        if phase in ("snapshot", "build", "catch_up"):
+            step[0] += 1
+            _write(spark, base, model, step[0])
+        if phase == "build":
+            # a writer that does not know about the inflight partition: its commit must be caught up
+            with monkeypatch.context() as m:
+                m.setattr(Table, "_record_index_updates", lambda self, producer, instant: None)
+                step[0] += 1
+                _write(spark, base, model, step[0])
+
+    builder = AsyncRecordIndexBuilder(Table.open(base), OPTS, spark=spark, hook=hook)
+    n = builder.build(num_file_groups=3)
+    assert n == 3
+    assert len(builder.caught_up) == 2  # the unaware writer's upsert and delete
+    tl = Table.open(base).timeline()
+    done = tl.by_action(INDEXING).completed()
+    assert len(done) == 1
+    plan = tl.read_completed(done.last())
+    assert plan["indexPartitionInfos"][0]["metadataPartitionPath"] == RECORD_INDEX
+    _check(base, model)
+    # the index is used from now on and kept up to date
+    _write(spark, base, model, 99, {"hoodie.index.type": "RECORD_INDEX"})
+    _check(base, model)
+
+
+def test_concurrent_writer_thread(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    base = str(tmp_path / "t")
+    model = _seed(spark, base)
+    stop = threading.Event()
+    errors: list[BaseException] = []
+    commits_during: list[int] = [0]
+    started = threading.Event()
+
+    def writer() -> None:
+        step = 0
+        try:
+            while not stop.is_set():
+                step += 1
+                _write(spark, base, model, 1000 + step)
+                commits_during[0] += 1
+                started.set()
+        except BaseException as e:  # surfaced below
+            errors.append(e)
+            started.set()
+
+    th = threading.Thread(target=writer, daemon=True)
+    th.start()
+    started.wait(timeout=300)
+    try:
+        AsyncRecordIndexBuilder(Table.open(base), OPTS, spark=spark).build(num_file_groups=2)
+        before = commits_during[0]
+        deadline_steps = before + 1
+        while commits_during[0] < deadline_steps and not errors:  # one more write after the build
+            threading.Event().wait(0.2)
+    finally:
+        stop.set()
+        th.join(timeout=600)
+    assert not errors, errors
+    assert commits_during[0] >= 2
+    _check(base, model)
+
+
+def test_indexer_that_dies_is_restarted(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    base = str(tmp_path / "t")
+    model = _seed(spark, base)
+
+    def die(phase: str) -> None:
+        if phase == "catch_up":
+            raise RuntimeError("indexer killed")
+
+    with pytest.raises(RuntimeError, match="indexer killed"):
+        AsyncRecordIndexBuilder(Table.open(base), OPTS, spark=spark, hook=die).build(num_file_groups=2)
+    t = Table.open(base)
+    assert RECORD_INDEX in t.config.metadata_partitions_inflight and pending_indexing(t.timeline()) is not None
+    # writers keep going (and keep the inflight partition), record-index lookups are not offered yet
+    _write(spark, base, model, 1)
+    _write(spark, base, model, 2)
+    t = Table.open(base)
+    assert RECORD_INDEX in t.config.metadata_partitions_inflight
+    with pytest.raises(Exception, match="no record index"):
+        t.lookup(["k001"])
+    seen: list[Any] = []
+    AsyncRecordIndexBuilder(t, OPTS, spark=spark, hook=seen.append).build(num_file_groups=4)
+    assert seen == ["schedule", "snapshot", "build", "catch_up", "complete"]
+    _check(base, model)
