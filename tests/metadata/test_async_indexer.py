@@ -164,7 +164,11 @@ def test_concurrent_writer_thread(spark, tmp_path: Path) -> None:  # type: ignor
         stop.set()
         th.join(timeout=600)
     assert not errors, errors
-    assert commits_during[0] >= 2
+    tl = Table.open(base).timeline()
+    idx = tl.by_action(INDEXING).completed().last()
+    assert idx is not None and idx.completion_time is not None
+    during = [i for i in tl.completed_commits() if idx.requested_time < i.requested_time < idx.completion_time]
+    assert during, "no write committed while the index was being built"
     _check(base, model)
 
 
