@@ -44,6 +44,7 @@ PARQUET_COMPRESSION = "hoodie.parquet.compression.codec"
 CLEANER_COMMITS_RETAINED = "hoodie.cleaner.commits.retained"
 AUTO_CLEAN = "hoodie.clean.automatic"
 METADATA_ENABLE = "hoodie.metadata.enable"
+RECORD_INDEX_ENABLE = "hoodie.metadata.record.index.enable"
 
 OPERATIONS = ("insert", "upsert", "delete", "bulk_insert")
 INDEX_TYPES = ("SIMPLE", "GLOBAL_SIMPLE", "RECORD_INDEX")
@@ -70,11 +71,13 @@ DEFAULTS: dict[str, str] = {
     PARQUET_COMPRESSION: "gzip",
     CLEANER_COMMITS_RETAINED: "10",
     AUTO_CLEAN: "true",
-    METADATA_ENABLE: "false",
+    METADATA_ENABLE: "true",
+    RECORD_INDEX_ENABLE: "false",
 }
 
 
-def _bool(options: Mapping[str, str], key: str) -> bool:
+def bool_option(options: Mapping[str, str], key: str) -> bool:
+    """A true/false option (default from :data:`DEFAULTS`); anything else is an error naming the option."""
     v = str(options.get(key, DEFAULTS.get(key, "false"))).strip().lower()
     if v not in ("true", "false"):
         raise ConfigError(f"option {key} must be true or false, got {options.get(key)!r}")
@@ -164,21 +167,21 @@ class WriteConfig:
             partition_fields=pf,
             ordering_fields=ordering,
             keygen_type=keygen,
-            hive_style=_bool(o, HIVE_STYLE_PARTITIONING),
-            url_encode=_bool(o, URL_ENCODE_PARTITIONING),
+            hive_style=bool_option(o, HIVE_STYLE_PARTITIONING),
+            url_encode=bool_option(o, URL_ENCODE_PARTITIONING),
             merge_mode=merge_mode,
-            combine_before_insert=_bool(o, COMBINE_BEFORE_INSERT),
-            combine_before_upsert=_bool(o, COMBINE_BEFORE_UPSERT),
-            update_partition_path=_bool(o, upp_key),
+            combine_before_insert=bool_option(o, COMBINE_BEFORE_INSERT),
+            combine_before_upsert=bool_option(o, COMBINE_BEFORE_UPSERT),
+            update_partition_path=bool_option(o, upp_key),
             max_file_size=_int(o, PARQUET_MAX_FILE_SIZE, 1),
             small_file_limit=_int(o, PARQUET_SMALL_FILE_LIMIT),
             record_size_estimate=_int(o, RECORD_SIZE_ESTIMATE, 1),
             insert_split_size=_int(o, INSERT_SPLIT_SIZE, 1),
-            insert_auto_split=_bool(o, INSERT_AUTO_SPLIT),
+            insert_auto_split=bool_option(o, INSERT_AUTO_SPLIT),
             parallelism=parallelism,
             parquet_compression=codec,
             cleaner_commits_retained=_int(o, CLEANER_COMMITS_RETAINED, 1),
-            auto_clean=_bool(o, AUTO_CLEAN),
+            auto_clean=bool_option(o, AUTO_CLEAN),
             options=o,
         )
 

@@ -35,7 +35,6 @@ from pyhudi.metadata.records import (
 )
 from pyhudi.table.timeline import parse_instant_time
 
-ENABLE = "hoodie.metadata.record.index.enable"
 MIN_FILE_GROUPS = "hoodie.metadata.record.index.min.filegroup.count"
 MAX_FILE_GROUPS = "hoodie.metadata.record.index.max.filegroup.count"
 MAX_FILE_GROUP_SIZE = "hoodie.metadata.record.index.max.filegroup.size"

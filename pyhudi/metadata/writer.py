@@ -16,6 +16,8 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from pyhudi import config as C
+from pyhudi.config import METADATA_ENABLE, RECORD_INDEX_ENABLE
 from pyhudi.errors import ConfigError
 from pyhudi.hfile import HFileWriter
 from pyhudi.io import bloom
@@ -57,13 +59,11 @@ from pyhudi.table.timeline import (
     InstantTimeGenerator,
 )
 
-METADATA_ENABLE = "hoodie.metadata.enable"
 COMPACT_MAX_DELTA_COMMITS = "hoodie.metadata.compact.max.delta.commits"
 DEFAULT_COMPACT_MAX_DELTA_COMMITS = 10
 FILE_SLICES_RETAINED = 2  # file slices kept per metadata file group after a compaction
 INIT_PREFIX = "00000000000000"  # partition initialisation instants: 14 zeros + a 3-digit partition offset
 RLI_INIT_OFFSET = 2  # record_index initialises at 00000000000000002, as in Hudi 1.1 tables
-RECORD_INDEX_ENABLE = "hoodie.metadata.record.index.enable"
 DRIVER_TOKEN = "0-0-0"
 MDT_BLOOM_ENTRIES = 10000  # Hudi's metadata HFiles carry a 10000-entry DYNAMIC_V0 bloom filter of their keys
 
@@ -435,18 +435,12 @@ def files_record_from(key: str, files: Mapping[str, int]) -> MetadataRecord:
 
 def mdt_enabled(options: Mapping[str, str]) -> bool:
     """``hoodie.metadata.enable`` (default true)."""
-    v = str(options.get(METADATA_ENABLE, "true")).strip().lower()
-    if v not in ("true", "false"):
-        raise ConfigError(f"option {METADATA_ENABLE} must be true or false, got {options.get(METADATA_ENABLE)!r}")
-    return v == "true"
+    return C.bool_option(options, METADATA_ENABLE)
 
 
 def rli_enabled(options: Mapping[str, str]) -> bool:
     """Keep a record index: ``hoodie.metadata.record.index.enable``, or implied by ``hoodie.index.type=RECORD_INDEX``."""
-    v = str(options.get(RECORD_INDEX_ENABLE, "false")).strip().lower()
-    if v not in ("true", "false"):
-        raise ConfigError(f"option {RECORD_INDEX_ENABLE} must be true or false, got {options.get(RECORD_INDEX_ENABLE)!r}")
-    return v == "true" or str(options.get("hoodie.index.type", "")).strip().upper() == "RECORD_INDEX"
+    return C.bool_option(options, RECORD_INDEX_ENABLE) or str(options.get(C.INDEX_TYPE, "")).strip().upper() == "RECORD_INDEX"
 
 
 def mdt_max_delta_commits(options: Mapping[str, str]) -> int:

@@ -337,7 +337,21 @@ class Table:
             ):
                 raise ConfigError(f"option {k}={given!r} does not match the table's {v!r}")
             o[k] = v
+        if not (o.get(C.INDEX_TYPE) or "").strip():
+            o[C.INDEX_TYPE] = self.default_index_type(o)
         return o
+
+    def default_index_type(self, options: Mapping[str, str]) -> str:
+        """The index used when ``hoodie.index.type`` is not given: RECORD_INDEX for a table that has (or is
+        building) a record index, and for a new table with the metadata table on (unless
+        ``hoodie.metadata.record.index.enable=false``); Hudi's default, SIMPLE, for other existing tables."""
+        cfg = self.config
+        if RECORD_INDEX in cfg.metadata_partitions or RECORD_INDEX in cfg.metadata_partitions_inflight:
+            return "RECORD_INDEX"
+        rli_off = str(options.get(C.RECORD_INDEX_ENABLE, "")).strip().lower() == "false"
+        if not self.timeline().completed_commits() and mdt_enabled(options) and not rli_off:
+            return "RECORD_INDEX"
+        return str(C.DEFAULTS[C.INDEX_TYPE])
 
     # -- writing ------------------------------------------------------------------------------------
     def write(
