@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv test test-all lint demo bench clean
+.PHONY: venv test test-quick lint demo bench clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "pyhudi needs Python 3.11 or newer")'
@@ -14,13 +14,14 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-# the default tier (what CI runs): everything except the Spark-heavy modules marked slow
+# the whole suite (what CI runs), including the Spark-heavy modules marked slow (local-cluster, kill -9, CLI
+# subprocesses, randomized flows)
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not slow"
-
-# every test, including the Spark-heavy suites (local-cluster, kill -9, CLI subprocesses, randomized flows)
-test-all: $(STAMP)
 	$(BIN)/python -m pytest -q
+
+# the quick tier while developing: everything except the tests marked slow
+test-quick: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not slow"
 
 lint: $(STAMP)
 	$(BIN)/ruff check pyhudi tests benchmarks

@@ -152,3 +152,36 @@ def test_timeline_text_and_json(tables: dict[str, Any]) -> None:
     r = run_cli("timeline", str(tables["dir"] / "no_such_table"))
     assert r.returncode == 1
     assert "no Hudi table" in r.stderr
+
+
+def test_index_build_async_while_a_write_runs(tmp_path: Path) -> None:
+    """``pyhudi index build --async`` on a table without a record index while a ``pyhudi write`` upsert runs in
+    another process; afterwards ``index stats``, ``lookup`` and ``validate`` agree with the data."""
+    base = str(tmp_path / "t")
+    first = rows(range(40))
+    pq.write_table(to_arrow(first), tmp_path / "first.parquet")
+    up = rows(range(30, 60), ts=2, v=0.5)
+    pq.write_table(to_arrow(up), tmp_path / "up.parquet")
+    made = run_cli("write", base, "--input", str(tmp_path / "first.parquet"), "--operation", "insert", *CLI_KEYS,
+                   "--option", "hoodie.metadata.record.index.enable=false", "--json")
+    assert made.returncode == 0, made.stderr[-3000:]
+    assert "record_index" not in (Path(base) / ".hoodie" / "hoodie.properties").read_text()
+    both = run_cli_concurrently({
+        "index": ["index", "build", base, "--async", "--file-groups", "2", "--json"],
+        "write": ["write", base, "--input", str(tmp_path / "up.parquet"), "--operation", "upsert", *CLI_KEYS, "--json"],
+    })
+    for name, r in both.items():
+        assert r.returncode == 0, (name, r.stderr[-3000:])
+    built = _last_json(both["index"].stdout)
+    assert built["file_groups"] == 2 and built["async"] is True
+    model: dict = {}
+    apply(model, "insert", first)
+    apply(model, "upsert", up)
+    assert table_rows(hudi_rs_read(base)) == expected(model)
+    stats = run_cli("index", "stats", base, "--json")
+    assert stats.returncode == 0, stats.stderr[-3000:]
+    assert _last_json(stats.stdout)["entries"] == 60
+    found = _last_json(run_cli("lookup", base, "k059", "k000", "nope", "--json").stdout)
+    assert [f["found"] for f in found] == [True, True, False]
+    v = run_cli("validate", base, "--json")
+    assert v.returncode == 0 and _last_json(v.stdout)["ok"], v.stdout[-3000:]

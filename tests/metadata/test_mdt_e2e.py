@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 from pyhudi.cli.main import main as cli_main
 from pyhudi.io.storage import Storage
-from pyhudi.metadata.reader import FILES, MetadataTableReader
+from pyhudi.metadata.reader import FILES, RECORD_INDEX, MetadataTableReader
 from pyhudi.metadata.validate import validate_table
 from pyhudi.metadata.writer import INIT_PREFIX, MetadataWriter
 from pyhudi.table.filenames import parse_data_file_name
@@ -138,7 +138,7 @@ def test_dropped_file_invisible_to_hudi_rs_and_reported(spark, tmp_path: Path) -
     w.write(rows([f"k{i}" for i in range(6)], 1, 1))
     last = w.write(rows(["k0", "k3"], 2, 2))
     table = Table.open(base)
-    assert table.config.metadata_partitions == [FILES] and table.has_metadata_table
+    assert table.config.metadata_partitions == [FILES, RECORD_INDEX] and table.has_metadata_table  # new tables: RLI on
     check(table, model, "before the drop")
 
     # a parquet file dropped without a commit: a copy of a committed base file under a new file id, with a
