@@ -44,7 +44,7 @@ from pyhudi.table.properties import (
 )
 from pyhudi.table.rollback import rollback_failed_writes
 from pyhudi.table.schema import COMMIT_TIME_COL, avro_schema_json, avro_to_arrow, check_compatible, with_meta
-from pyhudi.table.timeline import COMMIT, ActiveTimeline, Instant, InstantTimeGenerator
+from pyhudi.table.timeline import ActiveTimeline, Instant, InstantTimeGenerator
 from pyhudi.write.context import WriteJob
 from pyhudi.write.producer import PRODUCERS, WriteResult
 
@@ -362,7 +362,8 @@ class Table:
         *,
         progress: bool = False,
     ) -> WriteResult:
-        """Write a Spark DataFrame with ``operation`` (insert, upsert, delete, bulk_insert).
+        """Write a Spark DataFrame with ``operation`` (insert, upsert, delete, bulk_insert, insert_overwrite,
+        insert_overwrite_table).
 
         ``progress`` shows the stage and the share of its Spark tasks done on a terminal (stderr).
         """
@@ -417,10 +418,8 @@ class Table:
             nonlocal writer
             # metadata table set-up (creation, record-index build) also waits for validated input
             writer = self._prepare_metadata(opts, timeline)
-            requested = timeline.create_requested(COMMIT, instant)
-            pending.append(timeline.transition_to_inflight(
-                requested, {"partitionToWriteStats": {}, "compacted": False, "extraMetadata": {}, "version": None,
-                            "operationType": producer.operation_type}))
+            requested = timeline.create_requested(producer.action, instant, producer.requested_metadata())
+            pending.append(timeline.transition_to_inflight(requested, producer.inflight_metadata()))
 
         job.progress = Progress(spark, enabled=progress)
         with job.progress:
@@ -461,8 +460,7 @@ class Table:
 
         spark = spark or get_spark()
         tl = self.timeline()
-        if as_of is not None and not tl.completed().contains(as_of):
-            raise InvalidInputError(f"{self.base_path}: no completed instant {as_of} to read as of")
+        as_of = self._check_as_of(as_of)
         files = [f.relative_path for f in self.view(tl).latest_base_files(as_of=as_of)]
         return self._read_files(spark, files)
 
@@ -528,9 +526,29 @@ class Table:
                 _read_files_task(self.storage, self.base_path, schema, commits), from_arrow_schema(schema)
             )
 
+    def _check_as_of(self, as_of: str | None) -> str | None:
+        """``as_of`` as an instant time: an instant (``yyyyMMddHHmmss[SSS]``) or ``yyyy-MM-dd[ HH:mm:ss[.SSS]]``
+        (as Hudi's ``as.of.instant``); the read sees the commits at or before it."""
+        if as_of is None:
+            return None
+        import re
+
+        raw = as_of.strip()
+        m = re.fullmatch(r"(\d{4})-(\d{2})-(\d{2})(?:[ T](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,3}))?)?", raw)
+        if m:
+            y, mo, d, h, mi, sec, ms = m.groups()
+            raw = f"{y}{mo}{d}{h or '00'}{mi or '00'}{sec or '00'}{(ms or '0').ljust(3, '0') if h else '000'}"
+        if not re.fullmatch(r"\d{14}(\d{3})?", raw):
+            raise InvalidInputError(
+                f"{self.base_path}: cannot read as of {as_of!r}: expected an instant (yyyyMMddHHmmssSSS) or a "
+                "time yyyy-MM-dd[ HH:mm:ss[.SSS]]"
+            )
+        return raw if len(raw) == 17 else raw + "999"
+
     def to_arrow(self, as_of: str | None = None) -> pa.Table:
         """Snapshot read without Spark (driver-local; for small tables and tools)."""
         tl = self.timeline()
+        as_of = self._check_as_of(as_of)
         view = self.view(tl)
         schema = with_meta(self.schema()) if tl.completed_commits() else None
         tables = [

@@ -37,3 +37,24 @@ def test_snapshot_and_time_travel_match_hudi_rs(zip_name: str, tmp_path: Path) -
             assert mine.num_rows == 0, t
             continue
         assert _rows(mine, cols) == _rows(theirs, cols), f"as of {t}"
+
+
+def test_as_of_takes_times_between_instants(tmp_path: Path) -> None:
+    """``as_of`` is a point in time, as Hudi's ``as.of.instant``: any instant or ``yyyy-MM-dd[ HH:mm:ss[.SSS]]``
+    reads the commits at or before it; a malformed value is an error naming it."""
+    from pyhudi.errors import InvalidInputError
+
+    base = str(unzip_table(COW[0], tmp_path))
+    table = Table.open(base)
+    commits = [i.requested_time for i in table.timeline().completed_commits()]
+    cols = table.to_arrow().column_names
+    first = _rows(table.to_arrow(as_of=commits[0]), cols)
+    assert table.to_arrow(as_of="1999-01-01").num_rows == 0
+    assert _rows(table.to_arrow(as_of="2999-12-31 23:59:59"), cols) == _rows(table.to_arrow(), cols)
+    t = commits[0]
+    dashed = f"{t[:4]}-{t[4:6]}-{t[6:8]} {t[8:10]}:{t[10:12]}:{t[12:14]}.{t[14:17]}"
+    assert _rows(table.to_arrow(as_of=dashed), cols) == first
+    if len(commits) > 1 and int(commits[1]) - int(commits[0]) > 1:  # a time after the first commit, before the next
+        assert _rows(table.to_arrow(as_of=str(int(commits[0]) + 1)), cols) == first
+    with pytest.raises(InvalidInputError, match="cannot read as of 'yesterday'"):
+        table.to_arrow(as_of="yesterday")
