@@ -46,7 +46,7 @@ AUTO_CLEAN = "hoodie.clean.automatic"
 METADATA_ENABLE = "hoodie.metadata.enable"
 RECORD_INDEX_ENABLE = "hoodie.metadata.record.index.enable"
 
-OPERATIONS = ("insert", "upsert", "delete", "bulk_insert")
+OPERATIONS = ("insert", "upsert", "delete", "bulk_insert", "insert_overwrite", "insert_overwrite_table")
 INDEX_TYPES = ("SIMPLE", "GLOBAL_SIMPLE", "RECORD_INDEX")
 MERGE_MODES = ("EVENT_TIME_ORDERING", "COMMIT_TIME_ORDERING")
 KEYGEN_TYPES = ("SIMPLE", "COMPLEX", "NON_PARTITION", "NON_PARTITIONED")

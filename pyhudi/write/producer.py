@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 
 from pyhudi.errors import InvalidInputError
 from pyhudi.index.base import LOC_FILE_ID_COL, LOC_PARTITION_COL, index_for
+from pyhudi.io.storage import Storage
 from pyhudi.spark.errors import task_errors
 from pyhudi.table.keygen import KeyGenerator
 from pyhudi.table.schema import (
@@ -30,6 +31,7 @@ from pyhudi.table.schema import (
     RECORD_KEY_COL,
     avro_schema_json,
 )
+from pyhudi.table.timeline import COMMIT, REPLACE_COMMIT
 from pyhudi.write.context import WriteJob
 from pyhudi.write.executor import (
     BUCKET_COL,
@@ -104,6 +106,7 @@ class WriteProducer:
     """Base of the per-operation producers."""
 
     operation_type = ""  # Hudi's WriteOperationType name recorded in the commit metadata
+    action = COMMIT  # the timeline action of the write
     uses_index = True
     combine_option = "combine_before_upsert"
     delete_all = False
@@ -328,6 +331,16 @@ class WriteProducer:
         rows = self.status_df.select(*STAT_COLUMNS).collect()
         return [WriteStat.from_row(r) for r in rows]
 
+    # -- timeline content ---------------------------------------------------------------------------
+    def requested_metadata(self) -> dict[str, Any] | None:
+        """Content of ``<t>.<action>.requested`` (a commit's is empty)."""
+        return None
+
+    def inflight_metadata(self) -> dict[str, Any]:
+        """Content of the inflight instant, written once the write is planned."""
+        return {"partitionToWriteStats": {}, "compacted": False, "extraMetadata": {}, "version": None,
+                "operationType": self.operation_type}
+
     # -- commit -------------------------------------------------------------------------------------
     def commit_metadata(self, stats: list[WriteStat]) -> dict[str, Any]:
         by_part: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -480,9 +493,155 @@ class DeleteProducer(WriteProducer):
     delete_all = True
 
 
+def replaced_keys_task(storage: Storage, base_path: str):
+    """mapInArrow function: (partition, file id, base file path, base instant) of replaced file groups -> one
+    WriteStatus row per group listing its record keys as deleted (for the record index; not a write stat)."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import posixpath
+
+        from pyhudi.table import base_file
+
+        for b in batches:
+            for part, fid, rel, inst in zip(*(b.column(i).to_pylist() for i in range(4)), strict=True):
+                keys = base_file.read_base_file(
+                    storage, posixpath.join(base_path, rel), columns=[RECORD_KEY_COL]
+                ).column(RECORD_KEY_COL).combine_chunks().cast(pa.string())
+                yield pa.Table.from_pylist(
+                    [{
+                        "partition": part, "file_id": fid, "path": rel, "prev_commit": inst,
+                        "prev_base_file": posixpath.basename(rel), "num_writes": 0, "num_inserts": 0,
+                        "num_updates": 0, "num_deletes": 0, "file_size": 0, "min_key": None, "max_key": None,
+                        "runtime_ms": 0, "inserted_keys": [], "updated_keys": [], "deleted_keys": keys.to_pylist(),
+                    }],
+                    schema=WRITE_STATUS_SCHEMA,
+                ).to_batches()[0]
+
+    return run
+
+
+class InsertOverwriteProducer(WriteProducer):
+    """insert_overwrite: a ``replacecommit`` that writes the input to new file groups and replaces every file
+    group of the partitions the input holds (``partitionToReplaceFileIds``). Stored records are neither looked
+    up nor merged; the batch is combined as an insert's (``hoodie.combine.before.insert``). Records flagged
+    ``_hoodie_is_deleted`` are dropped (the partitions they name are not overwritten for them).
+
+    With a global index a key is unique in the table: an input key stored in a partition this write does not
+    overwrite is rejected (InvalidInputError) before anything is written. The record index gets the new keys'
+    mappings and delete markers for the keys of the replaced file groups that are not written again (their
+    keys are read in Spark tasks, as deleted-key lists of extra WriteStatus rows).
+    """
+
+    operation_type = "INSERT_OVERWRITE"
+    action = REPLACE_COMMIT
+    uses_index = False
+    combine_option = "combine_before_insert"
+    fills_small_files = False
+    overwrites_table = False
+
+    def __init__(self, job: WriteJob) -> None:
+        super().__init__(job)
+        self.replaced: dict[str, list[str]] = {}
+        self._profile: dict[str, int] = {}
+
+    def prepare(self, df: DataFrame) -> DataFrame:
+        from pyspark.sql import functions as F
+
+        return super().prepare(df).filter(F.col(OP_COL) == OP_UPSERT)
+
+    def tag(self, prepared: DataFrame) -> DataFrame:
+        if self.cfg.is_global_index and not self.overwrites_table and self.job.view.latest_base_files():
+            self.check_global_keys(prepared)
+        return super().tag(prepared)  # uses_index is false: every record goes to a new file group
+
+    def check_global_keys(self, prepared: DataFrame, limit: int = 5) -> None:
+        """InvalidInputError naming input keys stored in a partition this write does not overwrite."""
+        from pyspark.sql import functions as F
+
+        job = self.job
+        overwritten = job.incoming_partitions()
+        tagged = index_for(self.cfg.index_type).tag(job, prepared)
+        clash = tagged.filter(F.col(LOC_FILE_ID_COL).isNotNull() & ~F.col(LOC_PARTITION_COL).isin(overwritten))
+        rows = clash.select(RECORD_KEY_COL, LOC_PARTITION_COL, PARTITION_PATH_COL).limit(limit).collect()
+        if rows:
+            listed = "; ".join(f"key {r[0]!r} is stored in partition {r[1]!r} (input partition {r[2]!r})" for r in rows)
+            raise InvalidInputError(
+                f"{self.cfg.operation}: {listed}, a partition this write does not overwrite; with the global index "
+                f"{self.cfg.index_type} a record key is unique in the table (upsert moves keys between partitions)"
+            )
+
+    def plan(self, counts: list[tuple[str, str | None, int]]) -> list[Bucket]:
+        view = self.job.view
+        parts = view.partitions() if self.overwrites_table else sorted({p for p, _, _ in counts})
+        self.replaced = {p: sorted({fs.file_id for fs in view.latest_file_slices(p)}) for p in parts}
+        self._profile = {p: 0 for p, _, _ in counts}
+        for p, _, n in counts:
+            self._profile[p] += n
+        return super().plan(counts)
+
+    def write(self, tagged: DataFrame, buckets: list[Bucket]) -> list[WriteStat]:
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        stats = super().write(tagged, buckets)
+        job = self.job
+        files = [
+            (s.partition, s.file_id, s.base_file.relative_path, s.base_instant)
+            for p, ids in self.replaced.items()
+            for s in job.view.latest_file_slices(p)
+            if s.file_id in ids and s.base_file is not None
+        ]
+        if files:
+            src = job.spark.createDataFrame(files, "partition string, file_id string, path string, instant string")
+            gone = src.repartition(max(1, min(len(files), job.parallelism))).mapInArrow(
+                replaced_keys_task(job.storage, job.base_path), from_arrow_schema(WRITE_STATUS_SCHEMA)
+            )
+            # read lazily (only a record index consumes the key lists), once
+            gone = gone.persist(_storage_level())
+            self._persisted.append(gone)
+            written = getattr(self, "status_df", None)
+            self.status_df = gone if written is None else written.unionByName(gone)
+        return stats
+
+    def requested_metadata(self) -> dict[str, Any] | None:
+        # as Hudi 1.1 writes it for insert overwrite: every field null
+        return {"operationType": None, "clusteringPlan": None, "extraMetadata": None, "version": None}
+
+    def inflight_metadata(self) -> dict[str, Any]:
+        """Hudi's workload profile: per partition, one stat of the records to insert (no file id yet)."""
+        md = super().inflight_metadata()
+        md["partitionToWriteStats"] = {p: [_profile_stat(n)] for p, n in sorted(self._profile.items())}
+        return md
+
+    def commit_metadata(self, stats: list[WriteStat]) -> dict[str, Any]:
+        md = super().commit_metadata(stats)
+        md["partitionToReplaceFileIds"] = dict(self.replaced)
+        return md
+
+
+class InsertOverwriteTableProducer(InsertOverwriteProducer):
+    """insert_overwrite_table: as insert_overwrite, replacing the file groups of every partition of the table."""
+
+    operation_type = "INSERT_OVERWRITE_TABLE"
+    overwrites_table = True
+
+
+def _profile_stat(inserts: int) -> dict[str, Any]:
+    return {
+        "fileId": "", "path": None, "prevCommit": "null", "numWrites": 0, "numDeletes": 0, "numUpdateWrites": 0,
+        "totalWriteBytes": 0, "totalWriteErrors": 0, "partitionPath": None, "totalLogRecords": 0,
+        "totalLogFiles": None, "totalUpdatedRecordsCompacted": 0, "numInserts": inserts, "totalLogBlocks": 0,
+        "totalCorruptLogBlock": 0, "totalRollbackBlocks": 0, "fileSizeInBytes": 0, "logVersion": None,
+        "logOffset": None, "baseFile": None, "logFiles": None, "cdcStats": None, "prevBaseFile": None,
+        "minEventTime": None, "maxEventTime": None, "runtimeStats": None, "totalLogFilesCompacted": 0,
+        "totalLogReadTimeMs": 0, "totalLogSizeCompacted": 0, "tempPath": None, "numUpdates": 0,
+    }
+
+
 PRODUCERS: dict[str, type[WriteProducer]] = {
     "upsert": UpsertProducer,
     "insert": InsertProducer,
     "bulk_insert": BulkInsertProducer,
     "delete": DeleteProducer,
+    "insert_overwrite": InsertOverwriteProducer,
+    "insert_overwrite_table": InsertOverwriteTableProducer,
 }

@@ -12,6 +12,12 @@ It is written from Hudi's documented semantics, independently of pyhudi's code:
 - EVENT_TIME_ORDERING: a stored record with a greater ordering value is not overwritten (equal: the incoming wins);
   such a record keeps its commit time (it is not rewritten as "changed").
 - delete removes the key (where the index finds it), whatever its ordering value; unknown keys are ignored.
+- insert_overwrite: every stored record of the partitions the batch holds goes, then the batch is stored as is
+  (no lookup, no merge); insert_overwrite_table: every stored record goes. Like insert, the batch is combined
+  only with ``hoodie.combine.before.insert=true`` (``combine=True`` here: per HoodieKey, or per record key with a
+  global index, highest ordering value wins, ties go to the last); otherwise the model only takes distinct keys.
+  With a global index a key stored in a partition that is not overwritten must be rejected (the model raises
+  :class:`Rejected`).
 - SIMPLE index: a key is unique per partition (the same key in another partition is another record).
 - GLOBAL_SIMPLE: a key is unique in the table. A key arriving with another partition: with
   ``hoodie.simple.index.update.partition.path=true`` it moves (delete from old + insert into new) when the incoming
@@ -79,6 +85,10 @@ class Spec:
         return "/".join(parts)
 
 
+class Rejected(ValueError):
+    """The write must be rejected (a global-index key stored in a partition an insert_overwrite keeps)."""
+
+
 @dataclass
 class Model:
     """Table state: (partition path, record key) -> (data row, commit instant that last changed it)."""
@@ -100,9 +110,25 @@ class Model:
         return [dict(r) for r, _ in self.rows.values()]
 
     # -- operations ---------------------------------------------------------------------------------------
-    def apply(self, operation: str, batch: Sequence[dict[str, Any]], instant: str) -> None:
+    def apply(self, operation: str, batch: Sequence[dict[str, Any]], instant: str, *, combine: bool = False) -> None:
         s = self.spec
-        if operation in ("insert", "bulk_insert"):
+        if operation in ("insert_overwrite", "insert_overwrite_table"):
+            self.check_overwrite(operation, batch)
+            records = self._combine(batch, "upsert") if combine else list(batch)
+            seen_keys: set[Any] = set()
+            for r in records:
+                k: Any = s.record_key(r) if s.global_index else (s.partition_path(r), s.record_key(r))
+                if k in seen_keys:
+                    raise ValueError(f"model: {operation} without combining only takes distinct keys, {k!r} repeats")
+                seen_keys.add(k)
+            parts = {s.partition_path(r) for r in records}
+            self.rows = {
+                (pp, rk): v for (pp, rk), v in self.rows.items()
+                if operation == "insert_overwrite" and pp not in parts
+            }
+            for r in records:
+                self.rows[(s.partition_path(r), s.record_key(r))] = (dict(r), instant)
+        elif operation in ("insert", "bulk_insert"):
             seen: set[str] = set()
             for r in batch:
                 rk = s.record_key(r)
@@ -116,6 +142,17 @@ class Model:
         else:
             raise ValueError(operation)
         self.history.append((instant, copy.deepcopy(self.rows)))
+
+    def check_overwrite(self, operation: str, batch: Sequence[dict[str, Any]]) -> None:
+        """Raise :class:`Rejected` if an insert_overwrite under a global index would duplicate a key."""
+        s = self.spec
+        if operation != "insert_overwrite" or not s.global_index:
+            return
+        parts = {s.partition_path(r) for r in batch}
+        for r in batch:
+            where = self.locate(s.record_key(r))
+            if where is not None and where not in parts:
+                raise Rejected(f"key {s.record_key(r)!r} is stored in partition {where!r}")
 
     def _combine(self, batch: Sequence[dict[str, Any]], operation: str) -> list[dict[str, Any]]:
         s = self.spec
