@@ -251,12 +251,13 @@ def test_built_record_index_base_files_match_hudi_rs(spark, tmp_path: Path) -> N
     blocks each, written by the build's Spark tasks; hudi-rs decodes both into exactly our mappings."""
     base = str(tmp_path / "t")
     keys = [str(uuid.uuid4()) for _ in range(60_000)]
-    opts = {k: v for k, v in OPTS.items() if k not in ("hoodie.index.type", "hoodie.metadata.record.index.enable")}
+    opts = {**OPTS, "hoodie.index.type": "SIMPLE", "hoodie.metadata.record.index.enable": "false"}
     table = Table.create(base, _rows(keys[:1], 0).schema, opts)
     table.write(spark.createDataFrame(_rows(keys, 1)), "bulk_insert", opts)
     upd = keys[:500]
     table.write(spark.createDataFrame(_rows(upd, 2)), "upsert", {**opts, "hoodie.index.type": "GLOBAL_SIMPLE"})
     table = Table.open(base)
+    assert RECORD_INDEX not in table.config.metadata_partitions
     assert table.build_record_index(num_file_groups=2) == 2
     table = Table.open(base)
     slices = _slices(table)
