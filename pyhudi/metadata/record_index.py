@@ -413,3 +413,50 @@ def build_base_files(spark, files: list[tuple[str, str, str]], storage: Storage,
         write_group, from_arrow_schema(STAT_SCHEMA)
     )
     return [r.asDict() for r in out.collect()]
+
+
+# -- compaction ----------------------------------------------------------------------------------------------
+def merged_cells(storage: Storage, base: str | None, logs: Sequence[str], block_filter: BlockFilter) -> tuple[pa.Array, pa.Array]:
+    """The live (key, value) cells of a record-index file slice, sorted by key: base HFile, then the valid log
+    blocks in log order (later wins, delete blocks remove), vectorised. Values are copied as they are when
+    written with our schema, and re-encoded (once per distinct value) when written with another."""
+    ours = writer_schema_json()
+    keys: list[pa.Array] = []
+    values: list[pa.Array] = []
+
+    def add(k: pa.Array, v: pa.Array, schema: str | None) -> None:
+        if schema is not None and schema != ours and len(v):
+            locs = decode_locations(v, schema)
+            v = encode_locations(locs.column("partition").combine_chunks(), locs.column("file_id").combine_chunks(),
+                                 locs.column("instant_ms").combine_chunks())
+        keys.append(to_binary_array(k))
+        values.append((v.combine_chunks() if isinstance(v, pa.ChunkedArray) else v).cast(pa.binary()))
+
+    if base is not None:
+        with HFileReader.open(storage, base) as h:
+            t = h.read_all()
+            sj = h.file_info.get("schema")
+            add(t.column("key").combine_chunks(), t.column("value").combine_chunks(), sj.decode() if sj else None)
+    for b in valid_log_blocks(storage, list(logs), block_filter):
+        if b.block_type == BlockType.HFILE_DATA:
+            t = b.hfile().read_all()
+            add(t.column("key").combine_chunks(), t.column("value").combine_chunks(), b.schema)
+        elif b.block_type == BlockType.DELETE:
+            gone = [d.record_key.encode() for d in b.delete_records() if d.record_key is not None]
+            keys.append(pa.array(gone, pa.binary()))
+            values.append(pa.nulls(len(gone), pa.binary()))
+    if not keys:
+        return pa.array([], pa.binary()), pa.array([], pa.binary())
+    all_k = pa.concat_arrays(keys)
+    all_v = pa.concat_arrays(values)
+    seq = pa.array(np.arange(len(all_k)))
+    order = pc.sort_indices(pa.table({"k": all_k, "s": seq}), sort_keys=[("k", "ascending"), ("s", "descending")])
+    k_sorted = all_k.take(order)
+    # the first of each run of equal keys is the latest write of that key
+    first = np.ones(len(k_sorted), bool)
+    if len(k_sorted) > 1:
+        first[1:] = pc.not_equal(k_sorted.slice(1), k_sorted.slice(0, len(k_sorted) - 1)).to_numpy(zero_copy_only=False)
+    latest = order.filter(pa.array(first))
+    v_latest = all_v.take(latest)
+    live = pc.is_valid(v_latest)
+    return all_k.take(latest).filter(live), v_latest.filter(live)

@@ -378,12 +378,23 @@ class MetadataWriter:
         inflight = tl.transition_to_inflight(req, None)
         stats: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for part, fs in slices:
-            live = [_live_record(r) for r in reader.merge_slice(fs).values() if not r.is_absent]
             name = filenames.make_base_file_name(fs.file_id, DRIVER_TOKEN, instant, extension="hfile")
             rel = posixpath.join(part, name)
-            data = self._base_hfile(live, rel)
+            if part == RECORD_INDEX:  # vectorised: cells merged and copied without decoding every record
+                from pyhudi.metadata.record_index import base_hfile, merged_cells
+
+                keys, values = merged_cells(
+                    self.storage,
+                    posixpath.join(self.mdt_path, fs.base_file.relative_path) if fs.base_file else None,
+                    [posixpath.join(self.mdt_path, lf.relative_path) for lf in fs.log_files],
+                    reader.block_filter,
+                )
+                data, n = base_hfile(keys, values, rel), len(keys)
+            else:
+                live = [_live_record(r) for r in reader.merge_slice(fs).values() if not r.is_absent]
+                data, n = self._base_hfile(live, rel), len(live)
             self.storage.write_bytes(posixpath.join(self.mdt_path, rel), data)
-            stats[part].append(_write_stat(part, fs.file_id, rel, len(data), len(live), False, "null"))
+            stats[part].append(_write_stat(part, fs.file_id, rel, len(data), n, False, "null"))
         return tl.complete(inflight, _commit_metadata(stats, "COMPACT"), self._completion_time(tl, instant))
 
     @staticmethod
