@@ -68,6 +68,19 @@ def main() -> int:
           flush=True)
     total = t.read(spark).count()
     ok = total == n + len(inserts) and r2.updated == len(updates) and r2.inserted == len(inserts)
+    t = Table.open(base)
+    stats = t.record_index_stats()
+    print(f"record index: {stats['entries']} keys in {stats['file_groups']} file groups, "
+          f"{stats['bytes_per_entry']:.1f} bytes per key")
+    probe = [str(k) for k in updates.column("uuid").to_pylist()[:3]] + ["no-such-key"]
+    t0 = time.perf_counter()
+    found = t.lookup(probe).to_pylist()
+    ms = (time.perf_counter() - t0) * 1000
+    for f in found:
+        where = f"{f['partition']}/{f['file_id']}" if f["found"] else "not found"
+        print(f"  lookup {f['key']}: {where}")
+    print(f"  ({len(probe)} keys looked up in {ms:.0f} ms)")
+    ok = ok and stats["entries"] == total and [f["found"] for f in found] == [True, True, True, False]
     print(f"table now holds {total} records (expected {n + len(inserts)}); timeline:")
     for i in t.timeline():
         print(f"  {i.requested_time}  {i.action:<12} {i.state.name}")
