@@ -1,10 +1,10 @@
 from __future__ import annotations
 
-import zipfile
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import extract_zip
 from tests.paths import TABLE_ZIPS_DIR as FIXTURES
 
 ZIPS = sorted(p.name for p in FIXTURES.glob("*.zip")) if FIXTURES.is_dir() else []
@@ -15,9 +15,7 @@ def unzip_table(zip_name: str, dest: Path) -> Path:
 
     Each zip gets its own folder: the cow_ and mor_ zips of v9_txns_simple_meta unzip to the same folder name.
     """
-    out = dest / Path(zip_name).stem
-    with zipfile.ZipFile(FIXTURES / zip_name) as zf:
-        zf.extractall(out)
+    out = extract_zip(FIXTURES / zip_name, dest)
     bases = [
         p.parent.parent
         for p in out.rglob("hoodie.properties")
