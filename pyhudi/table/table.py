@@ -454,11 +454,24 @@ class Table:
         return result
 
     # -- reading ------------------------------------------------------------------------------------
-    def read(self, spark: SparkSession | None = None, as_of: str | None = None) -> DataFrame:
-        """Snapshot of the table (or as of a completed instant) as a Spark DataFrame."""
+    def read(
+        self, spark: SparkSession | None = None, as_of: str | None = None, keys: Sequence[str] | None = None
+    ) -> DataFrame:
+        """Snapshot of the table (or as of a point in time) as a Spark DataFrame. With ``keys``: a point read of
+        the current records of those keys, reading only the files the record index names."""
         from pyhudi.spark.session import get_spark
 
         spark = spark or get_spark()
+        if keys is not None:
+            if as_of is not None:
+                raise InvalidInputError("a point read by keys reads the latest snapshot; it cannot take as_of")
+            from pyspark.sql import functions as F
+
+            from pyhudi.table.schema import RECORD_KEY_COL
+
+            files = self._files_for_keys(keys)
+            wanted = spark.createDataFrame([(k,) for k in dict.fromkeys(keys)], f"{RECORD_KEY_COL} string")
+            return self._read_files(spark, files).join(F.broadcast(wanted), RECORD_KEY_COL, "left_semi")
         tl = self.timeline()
         as_of = self._check_as_of(as_of)
         files = [f.relative_path for f in self.view(tl).latest_base_files(as_of=as_of)]
@@ -480,20 +493,22 @@ class Table:
         files = [f.relative_path for f in self.view(tl).latest_base_files(as_of=as_of)] if commits else []
         return self._read_files(spark, files, commits)
 
+    def _files_for_keys(self, keys: Sequence[str]) -> list[str]:
+        """Relative paths of the latest base files the record index names for ``keys``."""
+        loc = self.lookup(keys).filter(pc.field("found"))
+        latest = {(f.partition, f.file_id): f.relative_path for f in self.view(self.timeline()).latest_base_files()}
+        named = set(zip(loc.column("partition").to_pylist(), loc.column("file_id").to_pylist(), strict=True))
+        return [latest[pf] for pf in sorted(named) if pf in latest]
+
     def read_keys(self, keys: Sequence[str]) -> pa.Table:
-        """Point read: the current records of ``keys``, reading only the files the record index names."""
+        """Point read without Spark: the current records of ``keys``, reading only the files the record index
+        names."""
         from pyhudi.table.schema import RECORD_KEY_COL
 
-        loc = self.lookup(keys).filter(pc.field("found"))
-        tl = self.timeline()
-        latest = {(f.partition, f.file_id): f.relative_path for f in self.view(tl).latest_base_files()}
         schema = with_meta(self.schema())
         wanted = pa.array(list(keys), pa.string())
         tables = []
-        for part, fid in sorted(set(zip(loc.column("partition").to_pylist(), loc.column("file_id").to_pylist(), strict=True))):
-            rel = latest.get((part, fid))
-            if rel is None:
-                continue
+        for rel in self._files_for_keys(keys):
             t = base_file.read_base_file(self.storage, posixpath.join(self.base_path, rel), filter_keys=wanted.to_pylist())
             t = t.select(schema.names).cast(schema)
             tables.append(t.filter(pc.is_in(t.column(RECORD_KEY_COL), value_set=wanted)))

@@ -60,3 +60,9 @@ def test_insert_upsert_delete_with_record_index(spark, tmp_path: Path) -> None: 
     rep = validate_table(table)
     assert rep.ok, rep.to_dict()
     assert rep.record_index is not None and rep.record_index["entries"] == len(expected)
+    # point reads through the record index, with Spark and without
+    got = table.read(spark, keys=["k1", "k4", "k2", "nope"]).select("id", "v").collect()
+    assert sorted((r["id"], r["v"]) for r in got) == [("k1", -1.0), ("k4", -4.0)]
+    arrow = table.read_keys(["k1", "k4", "k2", "nope"])
+    assert sorted(zip(arrow.column("id").to_pylist(), arrow.column("v").to_pylist(), strict=True)) == [
+        ("k1", -1.0), ("k4", -4.0)]
