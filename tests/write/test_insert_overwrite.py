@@ -123,8 +123,8 @@ def test_insert_overwrite_flow_with_record_index(spark, tmp_path: Path) -> None:
     seen: set[str] = set()
     instants: list[str] = []
 
-    def write(op: str, rows: list[dict[str, Any]], combine: bool = False, **extra: str) -> Any:
-        o = {**opts, **extra, **({"hoodie.combine.before.insert": "true"} if combine else {})}
+    def write(op: str, rows: list[dict[str, Any]], combine: bool = False, extra: dict[str, str] | None = None) -> Any:
+        o = {**opts, **(extra or {}), **({"hoodie.combine.before.insert": "true"} if combine else {})}
         res = Table.open(base).write(df_of(spark, rows), op, o)
         model.apply(op, rows, res.instant, combine=combine)
         seen.update(r["id"] for r in rows)
@@ -186,12 +186,12 @@ def test_insert_overwrite_flow_with_record_index(spark, tmp_path: Path) -> None:
     # metadata table (validate compares the two)
     replaced = set()
     tl = Table.open(base).timeline()
-    for inst in tl.completed().by_action(REPLACE_COMMIT):
-        for ids in tl.read_commit_metadata(inst)["partitionToReplaceFileIds"].values():
+    for rc in tl.completed().by_action(REPLACE_COMMIT):
+        for ids in tl.read_commit_metadata(rc)["partitionToReplaceFileIds"].values():
             replaced.update(ids)
     assert replaced and any(parse_data_file_name(Path(f).name).file_id in replaced for f in data_files(base))  # type: ignore[union-attr]
-    write("upsert", recs([301], D1, 8), **{"hoodie.cleaner.commits.retained": "1"})
-    write("upsert", recs([300], D1, 9), **{"hoodie.cleaner.commits.retained": "1"})
+    write("upsert", recs([301], D1, 8), extra={"hoodie.cleaner.commits.retained": "1"})
+    write("upsert", recs([300], D1, 9), extra={"hoodie.cleaner.commits.retained": "1"})
     left = {parse_data_file_name(Path(f).name).file_id for f in data_files(base)}  # type: ignore[union-attr]
     assert not left & replaced, sorted(left & replaced)
 
