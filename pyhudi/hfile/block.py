@@ -124,9 +124,12 @@ def decode_block(
     return h, payload
 
 
-def encode_block(magic: bytes, payload: bytes | memoryview, codec: int, prev_offset: int = -1) -> bytes:
-    """A block as Hudi's native writer makes it: NULL checksum type, zeroed checksum slots reserved."""
-    data = compress(codec, payload)
+def encode_block(
+    magic: bytes, payload: bytes | memoryview, codec: int, prev_offset: int = -1, level: int | None = None
+) -> bytes:
+    """A block as Hudi's native writer makes it: NULL checksum type, zeroed checksum slots reserved.
+    ``level``: the GZ compression level (None: the codec's default)."""
+    data = compress(codec, payload, level)
     data_size_with_header = BLOCK_HEADER_SIZE + len(data)
     n_cs = num_checksum_bytes(data_size_with_header, BYTES_PER_CHECKSUM)
     header = HEADER_STRUCT.pack(

@@ -68,6 +68,8 @@ class HFileWriter:
     ``file_info`` entries are added to the standard ones; ``meta_blocks`` are written as META blocks.
     With ``bloom_filter`` (a Hudi bloom filter over the keys, built by the caller), the writer adds what Hudi's
     metadata-table HFiles carry: the ``bloomFilter`` meta block, ``bloomFilterTypeCode`` and min/max record key.
+    ``gzip_level`` sets the GZ level of every block (ISA-L 0-3; default :data:`pyhudi.io.compression.GZIP_LEVEL`):
+    any level is plain deflate to readers.
     """
 
     def __init__(
@@ -81,6 +83,7 @@ class HFileWriter:
         bloom_filter: BloomFilterLike | None = None,
         creation_time_ms: int | None = None,
         name: str = "<hfile>",
+        gzip_level: int | None = None,
     ) -> None:
         if block_size <= 0:
             raise InvalidInputError(f"HFile block size must be positive, got {block_size}")
@@ -90,6 +93,9 @@ class HFileWriter:
         self.name = name
         self.block_size = block_size
         self.codec = codec
+        if gzip_level is not None and not 0 <= gzip_level <= 3:
+            raise InvalidInputError(f"HFile gzip level must be 0-3 (ISA-L levels), got {gzip_level}")
+        self.gzip_level = gzip_level
         self._user_info = dict(file_info or {})
         self._meta = dict(meta_blocks or {})
         self._bloom = bloom_filter
@@ -198,7 +204,7 @@ class HFileWriter:
         if not self._block:
             return
         payload = self._block[0] if len(self._block) == 1 else np.concatenate(self._block)
-        blk = encode_block(MAGIC_DATA, payload.data, self.codec, self._prev_data_offset)
+        blk = encode_block(MAGIC_DATA, payload.data, self.codec, self._prev_data_offset, self.gzip_level)
         off = self._emit(blk)
         if self._first_data_offset < 0:
             self._first_data_offset = off
@@ -223,10 +229,12 @@ class HFileWriter:
             info[FI_MAX_RECORD_KEY] = self._last_row or b""
         meta_index = []
         for name in sorted(meta):
-            blk = encode_block(MAGIC_META, meta[name], self.codec)
+            blk = encode_block(MAGIC_META, meta[name], self.codec, level=self.gzip_level)
             meta_index.append((self._emit(blk), len(blk), name.encode()))
-        load_on_open = self._emit(encode_block(MAGIC_ROOT_INDEX, encode_root_index(self._index), self.codec))
-        self._emit(encode_block(MAGIC_ROOT_INDEX, encode_root_index(meta_index), self.codec))
+        load_on_open = self._emit(
+            encode_block(MAGIC_ROOT_INDEX, encode_root_index(self._index), self.codec, level=self.gzip_level)
+        )
+        self._emit(encode_block(MAGIC_ROOT_INDEX, encode_root_index(meta_index), self.codec, level=self.gzip_level))
         n = self._n
         last = self._last_row
         info |= {
@@ -240,7 +248,7 @@ class HFileWriter:
         for k, v in self._user_info.items():
             info.setdefault(k, v)
         file_info_offset = self._emit(
-            encode_block(MAGIC_FILE_INFO, encode_file_info(list(info.items())), self.codec)
+            encode_block(MAGIC_FILE_INFO, encode_file_info(list(info.items())), self.codec, level=self.gzip_level)
         )
         trailer = Trailer(
             file_info_offset=file_info_offset,

@@ -43,11 +43,12 @@ def codec_id(name: str) -> int:
         ) from None
 
 
-def compress(codec: int, data: bytes | memoryview) -> bytes:
+def compress(codec: int, data: bytes | memoryview, level: int | None = None) -> bytes:
+    """``data`` compressed with ``codec``; for GZ at ISA-L ``level`` (0-3; default :data:`GZIP_LEVEL`)."""
     if codec == CODEC_NONE:
         return bytes(data)
     if codec == CODEC_GZ:
-        return isal_zlib.compress(data, GZIP_LEVEL, _GZIP_WBITS)
+        return isal_zlib.compress(data, GZIP_LEVEL if level is None else level, _GZIP_WBITS)
     raise UnsupportedFormatError(f"compression codec {CODEC_NAMES.get(codec, codec)} is not supported for writing")
 
 
