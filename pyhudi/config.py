@@ -30,6 +30,8 @@ COMBINE_BEFORE_UPSERT = "hoodie.combine.before.upsert"
 INDEX_TYPE = "hoodie.index.type"
 SIMPLE_INDEX_UPDATE_PARTITION_PATH = "hoodie.simple.index.update.partition.path"
 BLOOM_INDEX_UPDATE_PARTITION_PATH = "hoodie.bloom.index.update.partition.path"
+BLOOM_INDEX_PRUNE_BY_RANGES = "hoodie.bloom.index.prune.by.ranges"
+BLOOM_INDEX_PARALLELISM = "hoodie.bloom.index.parallelism"
 RECORD_INDEX_UPDATE_PARTITION_PATH = "hoodie.record.index.update.partition.path"
 # -- file sizing ------------------------------------------------------------------------------------------
 PARQUET_MAX_FILE_SIZE = "hoodie.parquet.max.file.size"
@@ -47,7 +49,7 @@ METADATA_ENABLE = "hoodie.metadata.enable"
 RECORD_INDEX_ENABLE = "hoodie.metadata.record.index.enable"
 
 OPERATIONS = ("insert", "upsert", "delete", "bulk_insert", "insert_overwrite", "insert_overwrite_table")
-INDEX_TYPES = ("SIMPLE", "GLOBAL_SIMPLE", "RECORD_INDEX")
+INDEX_TYPES = ("SIMPLE", "GLOBAL_SIMPLE", "BLOOM", "GLOBAL_BLOOM", "RECORD_INDEX")
 MERGE_MODES = ("EVENT_TIME_ORDERING", "COMMIT_TIME_ORDERING")
 KEYGEN_TYPES = ("SIMPLE", "COMPLEX", "NON_PARTITION", "NON_PARTITIONED")
 
@@ -56,6 +58,8 @@ DEFAULTS: dict[str, str] = {
     INDEX_TYPE: "SIMPLE",
     SIMPLE_INDEX_UPDATE_PARTITION_PATH: "true",
     BLOOM_INDEX_UPDATE_PARTITION_PATH: "true",
+    BLOOM_INDEX_PRUNE_BY_RANGES: "true",
+    BLOOM_INDEX_PARALLELISM: "0",
     RECORD_INDEX_UPDATE_PARTITION_PATH: "false",
     HIVE_STYLE_PARTITIONING: "false",
     URL_ENCODE_PARTITIONING: "false",
@@ -132,6 +136,8 @@ class WriteConfig:
     parquet_compression: str
     cleaner_commits_retained: int
     auto_clean: bool
+    bloom_prune_by_ranges: bool = True
+    bloom_parallelism: int = 0  # 0: the write's parallelism
     options: Mapping[str, str] = field(default_factory=dict)
 
     @staticmethod
@@ -155,7 +161,10 @@ class WriteConfig:
             )
         o.setdefault(RECORD_MERGE_MODE, "EVENT_TIME_ORDERING" if ordering else "COMMIT_TIME_ORDERING")
         merge_mode = _choice(o, RECORD_MERGE_MODE, MERGE_MODES)
-        upp_key = RECORD_INDEX_UPDATE_PARTITION_PATH if index_type == "RECORD_INDEX" else SIMPLE_INDEX_UPDATE_PARTITION_PATH
+        upp_key = {
+            "RECORD_INDEX": RECORD_INDEX_UPDATE_PARTITION_PATH,
+            "GLOBAL_BLOOM": BLOOM_INDEX_UPDATE_PARTITION_PATH,
+        }.get(index_type, SIMPLE_INDEX_UPDATE_PARTITION_PATH)
         parallelism = _int(o, UPSERT_PARALLELISM if op != "bulk_insert" else BULKINSERT_PARALLELISM)
         codec = str(o.get(PARQUET_COMPRESSION, DEFAULTS[PARQUET_COMPRESSION])).lower()
         if codec not in ("gzip", "snappy", "zstd", "none", "uncompressed", "lz4", "brotli"):
@@ -182,6 +191,8 @@ class WriteConfig:
             parquet_compression=codec,
             cleaner_commits_retained=_int(o, CLEANER_COMMITS_RETAINED, 1),
             auto_clean=bool_option(o, AUTO_CLEAN),
+            bloom_prune_by_ranges=bool_option(o, BLOOM_INDEX_PRUNE_BY_RANGES),
+            bloom_parallelism=_int(o, BLOOM_INDEX_PARALLELISM),
             options=o,
         )
 

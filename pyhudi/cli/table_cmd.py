@@ -52,7 +52,12 @@ def _read_input(spark: Any, path: str) -> Any:
 @click.option("--record-key", "record_key", required=True, help="Record key column(s), comma separated.")
 @click.option("--partition-field", default="", help="Partition column(s), comma separated (none: unpartitioned).")
 @click.option("--ordering-field", default="", help="Ordering (event time) column.")
-@click.option("--index-type", default=None, help="hoodie.index.type (SIMPLE, GLOBAL_SIMPLE, ...).")
+@click.option(
+    "--index-type",
+    default=None,
+    help="hoodie.index.type: SIMPLE, GLOBAL_SIMPLE, BLOOM, GLOBAL_BLOOM or RECORD_INDEX "
+    "(default: RECORD_INDEX for a table that has one or a new table with the metadata table, else SIMPLE).",
+)
 @click.option("--table-name", default=None, help="Name of a table created by this write.")
 @click.option("--option", "options", multiple=True, help="Any hoodie.* option as KEY=VALUE (repeatable).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object as the last line.")

@@ -20,7 +20,7 @@ class Index(ABC):
     """Adds ``_hoodie_loc_partition`` / ``_hoodie_loc_file_id`` to prepared records (null: a new key).
 
     A global index finds a key in any partition; what happens to a key that arrives with a new partition value
-    is :func:`pyhudi.index.partition_moves.apply_partition_moves`'s job, shared by every global index.
+    is :func:`pyhudi.write.producer.apply_partition_moves`'s job, shared by every global index.
     """
 
     name: str = ""
@@ -42,4 +42,8 @@ def index_for(index_type: str) -> Index:
         return SimpleIndex(is_global=False)
     if t == "GLOBAL_SIMPLE":
         return SimpleIndex(is_global=True)
+    if t in ("BLOOM", "GLOBAL_BLOOM"):
+        from pyhudi.index.bloom import BloomIndex
+
+        return BloomIndex(is_global=t == "GLOBAL_BLOOM")
     raise ConfigError(f"option hoodie.index.type: index {index_type!r} is not available")

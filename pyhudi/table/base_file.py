@@ -24,6 +24,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
@@ -31,6 +32,7 @@ import pyarrow.parquet as pq
 
 from pyhudi.errors import ConfigError, CorruptFileError, InvalidInputError, StorageError
 from pyhudi.io import bloom as bloom_mod
+from pyhudi.io.arrow import binary_array, binary_buffers, to_binary_array
 from pyhudi.io.bloom import BloomFilter
 from pyhudi.io.storage import Storage
 from pyhudi.table.filenames import BaseFileName, FileNameError
@@ -243,9 +245,30 @@ def footer_metadata(
     bf = bloom_filter if bloom_filter is not None else BloomFilter.from_config(options or {})
     if len(record_keys):
         bf.add_many(record_keys)
-        mm = pc.min_max(record_keys)
-        return bf.parquet_footer_metadata(mm["min"].as_py(), mm["max"].as_py())
+        return bf.parquet_footer_metadata(*java_min_max(record_keys))
     return bf.parquet_footer_metadata()
+
+
+# UTF-8 lead bytes remapped so that byte order is Java's String order (UTF-16 code units): supplementary
+# characters (lead bytes F0-F4, surrogates D800-DBFF in UTF-16) sort before U+E000-U+FFFF (lead bytes EE, EF).
+_JAVA_ORDER = np.arange(256, dtype=np.uint8)
+_JAVA_ORDER[[0xEE, 0xEF, 0xF0, 0xF1, 0xF2, 0xF3, 0xF4]] = [0xF3, 0xF4, 0xEE, 0xEF, 0xF0, 0xF1, 0xF2]
+_FROM_JAVA_ORDER = np.argsort(_JAVA_ORDER).astype(np.uint8)
+
+
+def java_min_max(record_keys: pa.Array) -> tuple[str, str]:
+    """The smallest and largest of non-empty, null-free string keys as Java's ``String.compareTo`` orders them,
+    as Hudi's writers put them in the footer. It differs from byte (code point) order only between characters
+    at or above U+E000 and supplementary ones."""
+    arr = to_binary_array(record_keys, "record key")
+    data, offs = binary_buffers(arr)
+    data, offs = data[offs[0] : offs[-1]], offs - offs[0]
+    if not (data >= 0xEE).any():
+        mm = pc.min_max(arr)
+        return mm["min"].as_py().decode("utf-8"), mm["max"].as_py().decode("utf-8")
+    mm = pc.min_max(binary_array(_JAVA_ORDER[data], offs))
+    lo, hi = (_FROM_JAVA_ORDER[np.frombuffer(mm[k].as_py(), np.uint8)].tobytes().decode("utf-8") for k in ("min", "max"))
+    return lo, hi
 
 
 def _rows_per_group(table: pa.Table, block_size: int) -> int:
