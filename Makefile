@@ -2,8 +2,9 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+BENCH_STAMP := $(VENV)/.installed-bench
 
-.PHONY: venv test test-quick lint demo bench clean
+.PHONY: venv test test-quick lint demo bench bench-quick clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "pyhudi needs Python 3.11 or newer")'
@@ -29,6 +30,19 @@ lint: $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/python -m pyhudi.demo
+
+$(BENCH_STAMP): $(STAMP) pyproject.toml
+	$(BIN)/pip install --quiet -e '.[dev,bench]'
+	@touch $(BENCH_STAMP)
+
+# the index benchmark suite (1M/5M/20M-row tables as far as a 60-minute budget allows; peers Delta Lake and
+# Iceberg): benchmarks/results/index_bench.{json,md} and plots. BENCH_ARGS passes options (see --help).
+bench: $(BENCH_STAMP)
+	$(BIN)/python benchmarks/bench_index.py $(BENCH_ARGS)
+
+# the same in a few minutes (one 200k-row table): benchmarks/results/index_bench_quick.*
+bench-quick: $(BENCH_STAMP)
+	$(BIN)/python benchmarks/bench_index.py --quick $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) demo-data
