@@ -169,6 +169,9 @@ class WriteConfig:
         codec = str(o.get(PARQUET_COMPRESSION, DEFAULTS[PARQUET_COMPRESSION])).lower()
         if codec not in ("gzip", "snappy", "zstd", "none", "uncompressed", "lz4", "brotli"):
             raise ConfigError(f"option {PARQUET_COMPRESSION} has unknown value {codec!r}")
+        from pyhudi.io.bloom import BloomFilter
+
+        BloomFilter.from_config(o)  # footer bloom filter options: a bad value is an error before anything is written
         return WriteConfig(
             operation=op,
             index_type=index_type,

@@ -50,6 +50,7 @@ CONFIG_NUM_ENTRIES = "hoodie.index.bloom.num_entries"
 CONFIG_FPP = "hoodie.index.bloom.fpp"
 CONFIG_DYNAMIC_MAX_ENTRIES = "hoodie.bloom.index.filter.dynamic.max.entries"
 CONFIG_FILTER_TYPE = "hoodie.bloom.index.filter.type"
+CONFIG_OPTIONS = (CONFIG_NUM_ENTRIES, CONFIG_FPP, CONFIG_DYNAMIC_MAX_ENTRIES, CONFIG_FILTER_TYPE)  # footer filter
 DEFAULT_NUM_ENTRIES = 60000
 DEFAULT_FPP = 0.000000001
 DEFAULT_DYNAMIC_MAX_ENTRIES = 100000

@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 
 from pyhudi.errors import InvalidInputError
 from pyhudi.index.base import LOC_FILE_ID_COL, LOC_PARTITION_COL, index_for
+from pyhudi.io import bloom as bloom_mod
 from pyhudi.io.storage import Storage
 from pyhudi.spark.errors import task_errors
 from pyhudi.table.keygen import KeyGenerator
@@ -199,6 +200,10 @@ class WriteProducer:
             )
         index = index_for(self.cfg.index_type)
         tagged = index.tag(self.job, prepared)
+        if index.is_global and self.cfg.update_partition_path:
+            # the moves split the tagged records into several branches: look the keys up once
+            tagged = tagged.persist(_storage_level())
+            self._persisted.append(tagged)
         if index.is_global:
             tagged = apply_partition_moves(
                 tagged,
@@ -316,7 +321,10 @@ class WriteProducer:
             data_schema=job.data_schema,
             ordering_fields=self.cfg.ordering_fields,
             event_time_ordering=self.cfg.merge_mode == "EVENT_TIME_ORDERING",
-            parquet_options={"hoodie.parquet.compression.codec": self.cfg.parquet_compression},
+            parquet_options={
+                "hoodie.parquet.compression.codec": self.cfg.parquet_compression,
+                **{k: v for k, v in self.cfg.options.items() if k in bloom_mod.CONFIG_OPTIONS},
+            },
             buckets={b.id: b for b in buckets},
             sort_by_key=self.sort_by_key,
             fault=self._fault_value(),

@@ -66,3 +66,27 @@ def test_insert_upsert_delete_with_record_index(spark, tmp_path: Path) -> None: 
     arrow = table.read_keys(["k1", "k4", "k2", "nope"])
     assert sorted(zip(arrow.column("id").to_pylist(), arrow.column("v").to_pylist(), strict=True)) == [
         ("k1", -1.0), ("k4", -4.0)]
+
+
+def test_footer_bloom_filter_options_reach_the_files(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """hoodie.bloom.index.filter.type / hoodie.index.bloom.num_entries shape the footer filter of written files;
+    a bad value is an error before anything is written."""
+    from pyhudi.errors import ConfigError
+    from pyhudi.table import base_file
+
+    base = str(tmp_path / "t")
+    opts = {**OPTS, "hoodie.index.type": "BLOOM", "hoodie.bloom.index.filter.type": "SIMPLE",
+            "hoodie.index.bloom.num_entries": "1000"}
+    first = _t(["a", "b"], [1, 2], ["2026/11/21"] * 2, [1.0, 2.0])
+    table = Table.create(base, first.schema, opts)
+    with pytest.raises(ConfigError, match="hoodie.bloom.index.filter.type"):
+        table.write(spark.createDataFrame(first), "insert", {**opts, "hoodie.bloom.index.filter.type": "NOPE"})
+    assert not Table.open(base).timeline().instants
+    table.write(spark.createDataFrame(first), "insert", opts)
+    files = Table.open(base).view().latest_base_files()
+    assert files
+    for f in files:
+        footer = base_file.read_footer(table.storage, f"{base}/{f.relative_path}")
+        bf = footer.bloom()
+        # Hudi writes the type code only for dynamic filters: none means SIMPLE (the default is DYNAMIC_V0)
+        assert footer.bloom_type_code is None and bf is not None and bf.might_contain("a")
