@@ -6,10 +6,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from pyhudi.errors import ConfigError
 from pyhudi.index.base import LOC_FILE_ID_COL, LOC_PARTITION_COL, Index
 from pyhudi.index.simple import SimpleIndex
 from pyhudi.metadata.reader import RECORD_INDEX, MetadataTableReader
-from pyhudi.metadata.record_index import RecordIndexLookup, tag_records
+from pyhudi.metadata.record_index import (
+    DEFAULT_IN_PLACE_MAX_PARTITIONS,
+    IN_PLACE_MAX_PARTITIONS,
+    RecordIndexLookup,
+    tag_records,
+)
 from pyhudi.table.schema import RECORD_KEY_COL
 
 if TYPE_CHECKING:
@@ -29,7 +35,13 @@ class RecordLevelIndex(Index):
         lookup = job.record_index_lookup()
         if lookup is None:
             return SimpleIndex(is_global=True).tag(job, records)
-        return tag_records(records, lookup, RECORD_KEY_COL, LOC_PARTITION_COL, LOC_FILE_ID_COL, job.parallelism)
+        raw = job.config.options.get(IN_PLACE_MAX_PARTITIONS, str(DEFAULT_IN_PLACE_MAX_PARTITIONS))
+        try:
+            in_place = int(raw)
+        except ValueError:
+            raise ConfigError(f"option {IN_PLACE_MAX_PARTITIONS} must be an integer, got {raw!r}") from None
+        return tag_records(records, lookup, RECORD_KEY_COL, LOC_PARTITION_COL, LOC_FILE_ID_COL, job.parallelism,
+                           in_place)
 
 
 def record_index_lookup(

@@ -310,34 +310,73 @@ def write_updates(spark, status_df, storage: Storage, mdt_path: str, instant: st
     return [r.asDict() for r in out.collect()]
 
 
+def _locate(lookup: RecordIndexLookup, keys: pa.Array, fgs: np.ndarray) -> tuple[pa.Array, pa.Array]:
+    """Current (partition, file id) of each key (null: not in the index), one batch lookup per file group."""
+    part = np.empty(len(keys), object)
+    fid = np.empty(len(keys), object)
+    for g in np.unique(fgs):
+        rows = np.flatnonzero(fgs == g)
+        sub = keys.take(pa.array(rows))
+        found = lookup.lookup_group(int(g), sub)
+        if not found.num_rows:
+            continue
+        idx = pc.index_in(sub, value_set=found.column("key").combine_chunks())
+        part[rows] = found.column("partition").combine_chunks().take(idx).to_numpy(zero_copy_only=False)
+        fid[rows] = found.column("file_id").combine_chunks().take(idx).to_numpy(zero_copy_only=False)
+    return pa.array(part, pa.string()), pa.array(fid, pa.string())
+
+
 def tag_task(lookup: RecordIndexLookup, key_col: str, loc_partition_col: str, loc_file_id_col: str):
     """applyInArrow function over the records of one record-index file group: adds their current location."""
 
     def run(t: pa.Table) -> pa.Table:
-        fg = int(t.column(_FG_COL)[0].as_py())
         keys = t.column(key_col).combine_chunks()
-        found = lookup.lookup_group(fg, keys)
-        idx = pc.index_in(keys, value_set=found.column("key").combine_chunks() if found.num_rows else pa.array([], pa.string()))
-        part = found.column("partition").combine_chunks().take(idx) if found.num_rows else pa.nulls(len(keys), pa.string())
-        fid = found.column("file_id").combine_chunks().take(idx) if found.num_rows else pa.nulls(len(keys), pa.string())
+        part, fid = _locate(lookup, keys, t.column(_FG_COL).to_numpy())
         return t.drop_columns([_FG_COL]).append_column(loc_partition_col, part).append_column(loc_file_id_col, fid)
 
     return run
 
 
-def tag_records(records, lookup: RecordIndexLookup, key_col: str, loc_partition_col: str, loc_file_id_col: str, parallelism: int):
-    """Spark: route records to their record-index file group (one task per group, or a few), look their keys
-    up in one batch per group, and return the records with their current location (null: a new key)."""
+def tag_in_place_task(lookup: RecordIndexLookup, key_col: str, schema: pa.Schema):
+    """mapInArrow function: the records of one input partition with their current location, looked up in one
+    batch per record-index file group their keys route to (no shuffle of the records)."""
+
+    def run(batches):
+        got = [b for b in batches if b.num_rows]
+        if not got:
+            return
+        t = pa.Table.from_batches(got)
+        keys = t.column(key_col).combine_chunks()
+        part, fid = _locate(lookup, keys, file_groups_of(keys, lookup.num_file_groups))
+        out = pa.Table.from_arrays([*t.columns, part, fid], schema=schema)
+        yield from out.to_batches()
+
+    return run
+
+
+#: an input of at most this many partitions is tagged in place (each task looks its own keys up in every file
+#: group they route to: tasks x N lookups, no shuffle); a larger one is shuffled by file group (N lookups)
+IN_PLACE_MAX_PARTITIONS = "pyhudi.record.index.lookup.in.place.max.partitions"
+DEFAULT_IN_PLACE_MAX_PARTITIONS = 8
+
+
+def tag_records(records, lookup: RecordIndexLookup, key_col: str, loc_partition_col: str, loc_file_id_col: str,
+                parallelism: int, in_place_max_partitions: int = DEFAULT_IN_PLACE_MAX_PARTITIONS):
+    """Spark: the records with their current location (null: a new key). Keys are routed to their record-index
+    file group and looked up sorted, in one batch per group: in place for an input of few partitions, else after
+    a shuffle by file group (one task per group, or a few)."""
     from pyspark.sql.pandas.types import from_arrow_schema
 
     from pyhudi.spark.session import arrow_schema
 
     n = lookup.num_file_groups
     schema = arrow_schema(records)
+    out_schema = schema.append(pa.field(loc_partition_col, pa.string())).append(pa.field(loc_file_id_col, pa.string()))
+    if records.rdd.getNumPartitions() <= in_place_max_partitions:
+        return records.mapInArrow(tag_in_place_task(lookup, key_col, out_schema), from_arrow_schema(out_schema))
     with_fg = records.mapInArrow(
         add_file_group_task(key_col, n), from_arrow_schema(schema.append(pa.field(_FG_COL, pa.int32())))
     )
-    out_schema = schema.append(pa.field(loc_partition_col, pa.string())).append(pa.field(loc_file_id_col, pa.string()))
     return (
         with_fg.repartition(max(1, min(n, parallelism)), _FG_COL)
         .groupBy(_FG_COL)

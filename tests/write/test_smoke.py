@@ -28,18 +28,20 @@ def _t(ids: list[str], ts: list[int], dt: list[str], v: list[float]) -> pa.Table
     return pa.table({"id": ids, "ts": pa.array(ts, pa.int64()), "dt": dt, "v": v})
 
 
-def test_insert_upsert_delete_with_record_index(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("in_place", ["8", "0"], ids=["lookups_in_place", "shuffled_by_file_group"])
+def test_insert_upsert_delete_with_record_index(spark, tmp_path: Path, in_place: str) -> None:  # type: ignore[no-untyped-def]
+    opts = {**OPTS, "pyhudi.record.index.lookup.in.place.max.partitions": in_place}
     base = str(tmp_path / "t")
     first = _t([f"k{i}" for i in range(6)], list(range(6)), ["2026/11/21"] * 3 + ["2026/11/22"] * 3,
                [float(i) for i in range(6)])
-    table = Table.create(base, first.schema, OPTS)
-    table.write(spark.createDataFrame(first), "insert", OPTS)
+    table = Table.create(base, first.schema, opts)
+    table.write(spark.createDataFrame(first), "insert", opts)
     # k1 updated, k4 arrives with a new partition (updated where it is), k0 has an older event time, n1 new
     up = _t(["k1", "k4", "k0", "n1"], [100, 100, -1, 1], ["2026/11/21", "2026/11/23", "2026/11/21", "2026/11/23"],
             [-1.0, -4.0, -9.0, 10.0])
-    r = table.write(spark.createDataFrame(up), "upsert", OPTS)
+    r = table.write(spark.createDataFrame(up), "upsert", opts)
     assert (r.inserted, r.updated) == (1, 2)  # k0 keeps its stored (newer) version: not an update
-    table.write(spark.createDataFrame(_t(["k2"], [0], ["2026/11/21"], [0.0])), "delete", OPTS)
+    table.write(spark.createDataFrame(_t(["k2"], [0], ["2026/11/21"], [0.0])), "delete", opts)
 
     expected = {"k0": 0.0, "k1": -1.0, "k3": 3.0, "k4": -4.0, "k5": 5.0, "n1": 10.0}
     theirs = pa.Table.from_batches(HudiTableBuilder.from_base_uri(base).build().read())
@@ -79,7 +81,7 @@ def test_footer_bloom_filter_options_reach_the_files(spark, tmp_path: Path) -> N
             "hoodie.index.bloom.num_entries": "1000"}
     first = _t(["a", "b"], [1, 2], ["2026/11/21"] * 2, [1.0, 2.0])
     table = Table.create(base, first.schema, opts)
-    with pytest.raises(ConfigError, match="hoodie.bloom.index.filter.type"):
+    with pytest.raises(ConfigError, match=r"hoodie\.bloom\.index\.filter\.type"):
         table.write(spark.createDataFrame(first), "insert", {**opts, "hoodie.bloom.index.filter.type": "NOPE"})
     assert not Table.open(base).timeline().instants
     table.write(spark.createDataFrame(first), "insert", opts)
