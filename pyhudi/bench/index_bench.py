@@ -132,10 +132,10 @@ def generate(spec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _hudi_options(index: str | None = None) -> dict[str, str]:
+def _hudi_options(index: str | None = None, extra: dict[str, str] | None = None) -> dict[str, str]:
     from pyhudi.bench.rli_bench import BASE_OPTIONS
 
-    o = dict(BASE_OPTIONS)
+    o = {**BASE_OPTIONS, **(extra or {})}
     if index:
         o["hoodie.index.type"] = index
     return o
@@ -167,7 +167,8 @@ def _gc_jvm(spark: Any) -> None:
         spark.sparkContext._jvm.java.lang.System.gc()
 
 
-def measured_upsert(spark: Any, base: str, dst: str, upsert_dir: str, index: str, counter_dir: str | None) -> dict[str, Any]:
+def measured_upsert(spark: Any, base: str, dst: str, upsert_dir: str, index: str, counter_dir: str | None,
+                    write_options: dict[str, str] | None = None) -> dict[str, Any]:
     """One upsert into a fresh clone of ``base`` with ``index``: timings, bytes read, peak memory."""
     from pyhudi.bench.measure import (
         PeakRSS,
@@ -189,7 +190,7 @@ def measured_upsert(spark: Any, base: str, dst: str, upsert_dir: str, index: str
             b0 = table_bytes_read(counter_dir) if counter_dir else None
             rc0 = tree_rchar()
             t0 = time.perf_counter()
-            res = Table.open(dst).write(spark.read.parquet(upsert_dir), "upsert", _hudi_options(index))
+            res = Table.open(dst).write(spark.read.parquet(upsert_dir), "upsert", _hudi_options(index, write_options))
             wall = time.perf_counter() - t0
             rc1 = tree_rchar()
             b1 = table_bytes_read(counter_dir) if counter_dir else None
@@ -280,7 +281,7 @@ def hudi_child(spec: dict[str, Any]) -> dict[str, Any]:
     _create_table(spark, warm, os.path.join(work, "warmup-input"))
     for ix in indexes:
         measured_upsert(spark, warm, os.path.join(work, "warmup-clone"), os.path.join(work, "warmup-upsert"), ix,
-                        spec.get("counter_dir"))
+                        spec.get("counter_dir"), spec.get("write_options"))
     shutil.rmtree(warm, ignore_errors=True)
 
     _emit("progress", msg=f"bulk_insert {spec['rows']:,} rows (metadata table, record index)")
@@ -303,7 +304,7 @@ def hudi_child(spec: dict[str, Any]) -> dict[str, Any]:
                 _emit("progress", msg=f"upsert {w} rep {rep + 1}/{repeat} {ix}")
                 try:
                     r = measured_upsert(spark, base, os.path.join(work, "clone"), os.path.join(work, f"upsert-{w}"),
-                                        ix, spec.get("counter_dir"))
+                                        ix, spec.get("counter_dir"), spec.get("write_options"))
                 except Exception as e:  # reported with the results; the other indexes go on
                     import traceback
 
@@ -556,6 +557,8 @@ def run_suite(
     seed: int = 7,
     on_size_done: Callable[[dict[str, Any]], Any] | None = None,
     driver_memory: str | None = DRIVER_MEMORY,
+    workloads: Sequence[str] = WORKLOADS,
+    write_options: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """Run the suite; the results as one JSON-able dict (see the module docstring). ``on_size_done`` gets the
     results so far after each size (to save them as the suite goes)."""
@@ -574,20 +577,24 @@ def run_suite(
         except peers_mod.PeerUnavailable as e:
             peer_status[p] = {"skipped": str(e)}
     peer_repeat = peer_repeat or repeat
+    bad = [w for w in workloads if w not in WORKLOADS]
+    if bad or not workloads:
+        raise ValueError(f"workloads must be some of {', '.join(WORKLOADS)}, not {list(workloads)}")
+    workloads = [w for w in WORKLOADS if w in workloads]
     res: dict[str, Any] = {
         "suite": "index", "quick": quick,
         "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "machine": machine_info(),
         "config": {"sizes": list(sizes), "upsert_rows": upsert_rows, "repeat": repeat, "peer_repeat": peer_repeat,
-                   "workloads": list(WORKLOADS), "recent_days": RECENT_DAYS, "budget_s": budget_s,
+                   "workloads": workloads, "recent_days": RECENT_DAYS, "budget_s": budget_s,
                    "peer_timeout_s": peer_timeout_s, "count_bytes": count_bytes, "seed": seed,
-                   "spark_driver_memory": driver_memory},
+                   "spark_driver_memory": driver_memory, "write_options": write_options or {}},
         "indexes": {"measured": ixs, "skipped": ix_skipped},
         "peers": {"measured": peer_ok, **({"skipped": {p: s["skipped"] for p, s in peer_status.items()}}
                                            if peer_status else {})},
         "sizes": [],
     }
-    steps_per_size = 3 + len(WORKLOADS) * repeat * len(ixs) + len(peer_ok) * (1 + len(WORKLOADS) * peer_repeat)
+    steps_per_size = 3 + len(workloads) * repeat * len(ixs) + len(peer_ok) * (1 + len(workloads) * peer_repeat)
     prev: tuple[int, dict[str, Any]] | None = None
     peer_prev: dict[str, tuple[int, float, float]] = {}
     root = tempfile.mkdtemp(prefix="pyhudi-index-bench-", dir=work_dir)
@@ -626,8 +633,8 @@ def run_suite(
                                           os.path.join(log_dir, f"gen-{size}.log"), rep, None)
                 rep.advance()
                 parts["data"] = time.perf_counter() - t_part
-                spec = {"rows": size, "work": work, "indexes": ixs, "repeat": repeat, "workloads": list(WORKLOADS),
-                "driver_memory": driver_memory,
+                spec = {"rows": size, "work": work, "indexes": ixs, "repeat": repeat, "workloads": workloads,
+                "driver_memory": driver_memory, "write_options": write_options or {},
                         "counter_dir": os.path.join(work, "io-counters") if count_bytes else None}
                 rep.say(f"{size:,} rows: Spark")
                 t_part = time.perf_counter()
@@ -650,7 +657,8 @@ def run_suite(
                 entry["peers"] = {}
                 for p in peer_ok:
                     t_part = time.perf_counter()
-                    entry["peers"][p] = _run_peer(p, size, work, peer_repeat, peer_timeout_s, peer_prev, log_dir, rep)
+                    entry["peers"][p] = _run_peer(p, size, work, peer_repeat, peer_timeout_s, peer_prev, log_dir, rep,
+                                                  workloads)
                     parts["peers"][p] = time.perf_counter() - t_part
                 shutil.rmtree(work, ignore_errors=True)
                 entry["status"] = "done"
@@ -678,6 +686,27 @@ def run_suite(
     return res
 
 
+def append_results(old: dict[str, Any], new: dict[str, Any], note: str) -> dict[str, Any]:
+    """``old`` with ``new``'s measured sizes added (replacing old entries of the same size, which are kept under
+    ``replaced``), each marked with ``note`` and the run's own settings; targets recomputed."""
+    out = json.loads(json.dumps(old))
+    for s in new["sizes"]:
+        if s.get("status") != "done":
+            continue
+        s = {**s, "separate_run": {"note": note, "started_utc": new.get("started_utc"), "config": new.get("config"),
+                                   "suite_s": new.get("suite_s"), "machine": new.get("machine"),
+                                   "peers_measured": new.get("peers", {}).get("measured", [])}}
+        keep = []
+        for o in out["sizes"]:
+            if o["rows"] == s["rows"]:
+                s["separate_run"]["replaced"] = o
+            else:
+                keep.append(o)
+        out["sizes"] = sorted([*keep, s], key=lambda x: x["rows"])
+    out["targets"] = _targets(out)
+    return out
+
+
 def _targets(res: dict[str, Any]) -> dict[str, Any]:
     from pyhudi.bench.index_report import targets
 
@@ -685,8 +714,9 @@ def _targets(res: dict[str, Any]) -> dict[str, Any]:
 
 
 def _run_peer(p: str, size: int, work: str, repeat: int, timeout_s: float,
-              prev: dict[str, tuple[int, float, float]], log_dir: str, rep: Reporter) -> dict[str, Any]:
-    steps = 1 + len(WORKLOADS) * repeat
+              prev: dict[str, tuple[int, float, float]], log_dir: str, rep: Reporter,
+              workloads: Sequence[str] = WORKLOADS) -> dict[str, Any]:
+    steps = 1 + len(workloads) * repeat
     if p in prev:
         psize, pcreate, pupsert = prev[p]
         if psize < 0:
@@ -708,7 +738,7 @@ def _run_peer(p: str, size: int, work: str, repeat: int, timeout_s: float,
                                   os.path.join(log_dir, f"{p}-create-{size}.log"), rep, timeout_s)
         rep.advance()
         runs = []
-        for w in WORKLOADS:
+        for w in workloads:
             for i in range(repeat):
                 rep.say(f"{size:,} rows: {p}: upsert {w} rep {i + 1}/{repeat}")
                 dst = os.path.join(work, f"{p}-clone")

@@ -20,11 +20,10 @@ def targets(res: dict[str, Any]) -> dict[str, Any]:
     than each peer at the largest size both ran."""
     done = _done(res)
     out: dict[str, Any] = {}
-    if not done:
-        return out
-    small, large = done[0], done[-1]
     for w in sorted({w for s in done for w in s["hudi"]["summary"]}):
         t: dict[str, Any] = {}
+        with_w = [s for s in done if w in s["hudi"]["summary"]]  # the sizes this workload ran at
+        small, large = with_w[0], with_w[-1]
         sl = large["hudi"]["summary"].get(w, {})
         ri = (sl.get("RECORD_INDEX") or {}).get("tag_s")
         for other in ("GLOBAL_SIMPLE", "GLOBAL_BLOOM"):
@@ -47,9 +46,11 @@ def targets(res: dict[str, Any]) -> dict[str, Any]:
                       "growth": round(ri / ri_small, 2), "holds": ri / ri_small <= TAG_GROWTH_TARGET}
         for peer in res.get("peers", {}).get("measured", []):
             key = f"record_index_upsert_faster_than_{peer}"
-            both = [s for s in done if (s.get("peers", {}).get(peer) or {}).get("status") == "done"]
+            both = [s for s in with_w if (s.get("peers", {}).get(peer) or {}).get("status") == "done"
+                    and w in s["peers"][peer].get("summary", {})]
             if not both:
-                t[key] = {"holds": None, "why": f"{peer} did not finish at any size"}
+                t[key] = {"holds": None, "why": f"{peer} did not finish at any size of this run (its status per size "
+                                                "is in the results)"}
                 continue
             s = both[-1]
             h = ((s["hudi"]["summary"].get(w) or {}).get("RECORD_INDEX") or {}).get("upsert_s")
@@ -115,6 +116,15 @@ def markdown(res: dict[str, Any]) -> str:
         ri = b.get("record_index") or {}
         lines.append(f"## {s['rows']:,} rows")
         lines.append("")
+        sep = s.get("separate_run")
+        if sep:
+            cfg_s = sep.get("config") or {}
+            lines.append(f"{sep['note'][0].upper()}{sep['note'][1:]} (started {sep.get('started_utc')}, took "
+                         f"{(sep.get('suite_s') or 0) / 60:.1f} min; workloads {', '.join(cfg_s.get('workloads', []))}; "
+                         f"peers {', '.join(sep.get('peers_measured', [])) or 'as listed'})."
+                         + (f" The run above had skipped this size: {sep['replaced'].get('reason')}."
+                            if sep.get("replaced", {}).get("status") == "skipped" else ""))
+            lines.append("")
         lines.append(
             f"bulk_insert {b['bulk_insert_s']:.0f} s: {b['base_files']} base files, {b['base_file_bytes'] / 1e6:,.0f} MB; "
             f"record index {ri.get('file_groups')} file groups, {ri.get('bytes', 0) / 1e6:,.1f} MB "

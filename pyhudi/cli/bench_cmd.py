@@ -74,6 +74,12 @@ def bench_rli(rows: int | None, quick: bool, upsert_rows: int, repeat: int, out:
                    "is reported as not finished and not run at larger sizes.")
 @click.option("--driver-memory", default="6g", show_default=True,
               help="Spark driver heap for the writes (local mode: all the executors have); '' keeps Spark's 1g.")
+@click.option("--workloads", default="uniform,late", show_default=True, help="Workloads, comma-separated.")
+@click.option("--append-to", default=None,
+              help="Add this run's sizes to the results NAME.json in the output directory (e.g. a size the budget "
+                   "skipped, run on its own) and rewrite its reports, instead of writing results of its own.")
+@click.option("--write-option", "write_option", multiple=True, metavar="KEY=VALUE",
+              help="An extra option for every measured write (repeatable).")
 @click.option("--no-bytes", is_flag=True, help="Do not count table bytes read through the storage layer.")
 @click.option("--out-dir", type=click.Path(file_okay=False), default=None, help="Default: benchmarks/results.")
 @click.option("--name", default=None, help="Result file name stem (default index_bench, quick: index_bench_quick).")
@@ -81,7 +87,7 @@ def bench_rli(rows: int | None, quick: bool, upsert_rows: int, repeat: int, out:
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 def bench_index(quick: bool, sizes: str | None, upsert_rows: int | None, repeat: int | None, peer_repeat: int,
                 indexes: str | None, peers: str, budget_min: float | None, peer_timeout_s: float | None, driver_memory: str,
-                no_bytes: bool,
+                workloads: str, append_to: str | None, write_option: tuple[str, ...], no_bytes: bool,
                 out_dir: str | None, name: str | None, work_dir: str | None, as_json: bool) -> None:
     """Index types versus table size and versus Delta Lake / Iceberg upserts (Spark; takes a while)."""
     import os
@@ -90,6 +96,8 @@ def bench_index(quick: bool, sizes: str | None, upsert_rows: int | None, repeat:
     from pyhudi.bench.index_report import write_reports
     from pyhudi.bench.measure import require_psutil
 
+    if any("=" not in o for o in write_option):
+        raise click.BadParameter("expected KEY=VALUE", param_hint="--write-option")
     try:
         require_psutil()
     except ImportError as e:
@@ -109,10 +117,24 @@ def bench_index(quick: bool, sizes: str | None, upsert_rows: int | None, repeat:
         peer_timeout_s=peer_timeout_s or (120.0 if quick else 300.0),
         count_bytes=not no_bytes,
         driver_memory=driver_memory or None,
+        workloads=[x.strip() for x in workloads.split(",") if x.strip()],
+        write_options=dict(o.split("=", 1) for o in write_option),
         work_dir=work_dir,
         quick=quick,
-        on_size_done=lambda partial: write_reports(partial, out_dir or here, stem),
+        on_size_done=None if append_to else (lambda partial: write_reports(partial, out_dir or here, stem)),
     )
+    if append_to:
+        import json
+        import shlex
+        import sys
+
+        with open(os.path.join(out_dir or here, f"{append_to}.json")) as f:
+            old = json.load(f)
+        argv = sys.argv[1:]
+        argv = argv[2:] if argv[:2] == ["bench", "index"] else argv
+        note = "measured in a separate run: " + shlex.join(["pyhudi", "bench", "index", *argv])
+        res = ib.append_results(old, res, note)
+        stem = append_to
     files = write_reports(res, out_dir or here, stem)
     if as_json:
         emit_json(res)
