@@ -127,16 +127,19 @@ class WriteProducer:
         job = self.job
         with task_errors():
             with job.timed("prepare"):
-                # materialised here so that the tag timing measures the index lookup, not key generation
-                prepared = self.prepare(df).persist(_storage_level())
-                self._persisted.append(prepared)
-                prepared.count()
+                prepared = self.prepare(df)
+                looks_up = self.uses_index and bool(job.view.latest_base_files())
+                if looks_up:  # materialised here so that the tag timing measures the index lookup alone
+                    prepared = prepared.persist(_storage_level())
+                    prepared.count()
                 job.prepared = prepared
             with job.timed("tag"):
                 # tagged records feed both the planning counts and the write: compute them once
                 tagged = self.tag(prepared).persist(_storage_level())
                 self._persisted.append(tagged)
                 counts = self.count(tagged)
+                if looks_up:
+                    prepared.unpersist()  # the tagged records are cached now
             with job.timed("plan"):
                 buckets = self.plan(counts)
             if before_write is not None:
