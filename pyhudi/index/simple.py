@@ -59,4 +59,7 @@ class SimpleIndex(Index):
         cond = records[RECORD_KEY_COL] == existing["__key"]
         if not self.is_global:
             cond = cond & (records[PARTITION_PATH_COL] == existing[LOC_PARTITION_COL])
+        # the stored keys come from a tiny list of files, so Spark's size estimate would broadcast them (all keys
+        # of the table through the driver); a sort-merge join keeps them distributed
+        existing = existing.hint("merge")
         return records.join(existing, cond, "left").drop("__key")
