@@ -87,6 +87,9 @@ def get_spark(master: str | None = None, app_name: str = "pyhudi") -> SparkSessi
         )
     if master.startswith("local-cluster"):
         builder = builder.config("spark.executor.memory", "1g")
+    elif master.startswith("local"):
+        # local mode runs the tasks in the driver JVM: Spark's 1g default heap fails million-row writes
+        builder = builder.config("spark.driver.memory", os.environ.get("PYHUDI_SPARK_DRIVER_MEMORY", "4g"))
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
