@@ -9,8 +9,8 @@ copied) give every measured write and every file-group count the same starting s
 (a) Tagging: an upsert of U rows (half updates of random live keys in their partition, half new keys) is written
     once per run into a fresh clone, alternating RECORD_INDEX and GLOBAL_SIMPLE; ``timings_s.tag`` of each
     write is reported (median of the runs) with the write's total. Every run starts from the same table state,
-    so neither index sees the other's commits. ``stage_without_index``: the same stage with no lookup at all
-    (prepare, persist, count), i.e. the part of ``tag`` no index can remove.
+    so neither index sees the other's commits. ``profile``: the same stage run without writing, with no index
+    at all (the part of ``tag`` no index can remove), with each index, and the record index's driver-side parts.
 (b) Size: ``record_index_stats()`` and where the bytes go (keys, values, cell framing, compression, block
     headers, index blocks, the bloom-filter meta block; the key and value streams gzip-compressed alone; how
     often a value recurs within deflate's 32 KiB window), then the same cells re-encoded with other block sizes
@@ -175,10 +175,12 @@ def tag_runs(spark: SparkSession, source: str, work: str, upsert_path: str, repe
     return out
 
 
-def tag_floor(spark: SparkSession, source: str, upsert_path: str, repeat: int) -> dict[str, Any]:
-    """The part of ``timings_s.tag`` that is not the index: the same stage (prepare with the per-key dedupe,
-    persist, per-file-group counts) with no index lookup, every record tagged as new. Run without writing
-    anything (no instant is created), ``repeat`` times against ``source``."""
+def tag_profile(spark: SparkSession, source: str, upsert_path: str, repeat: int) -> dict[str, Any]:
+    """The tag stage taken apart, without writing anything (no instant is created): the producer's own tag
+    region (the prepared records materialised first, untimed; then tag, persist, per-file-group counts) run
+    against ``source`` with no index at all (every record new: the stage's floor), with RECORD_INDEX and with
+    GLOBAL_SIMPLE, alternating, ``repeat`` times; plus the driver-side parts of RECORD_INDEX: opening the
+    index (table config, metadata timeline, file slices) and looking all the input keys up in one process."""
     from pyspark import StorageLevel
 
     from pyhudi import config as C
@@ -186,27 +188,53 @@ def tag_floor(spark: SparkSession, source: str, upsert_path: str, repeat: int) -
     from pyhudi.write.context import WriteJob
     from pyhudi.write.producer import PRODUCERS
 
-    runs = []
-    rows = 0
-    for _ in range(repeat):
-        table = Table.open(source)
-        opts = table._write_options({**BASE_OPTIONS, C.INDEX_TYPE: "RECORD_INDEX"})
-        opts[C.OPERATION] = "upsert"
-        tl = table.timeline()
-        job = WriteJob(spark=spark, storage=table.storage, base_path=table.base_path, table_name=table.name,
-                       config=C.WriteConfig.from_options(opts), instant="(not written)", timeline=tl,
-                       view=table.view(tl), data_schema=table.schema())
-        producer = PRODUCERS["upsert"](job)
-        producer.uses_index = False
-        t0 = time.perf_counter()
-        prepared = producer.prepare(spark.read.parquet(upsert_path))
-        job.prepared = prepared
-        tagged = producer.tag(prepared).persist(StorageLevel.MEMORY_AND_DISK)
-        counts = producer.count(tagged)
-        runs.append(round(time.perf_counter() - t0, 3))
-        tagged.unpersist()
-        rows = sum(n for _p, _f, n in counts)
-    return {"s_median": round(statistics.median(runs), 3), "s_runs": runs, "rows": rows}
+    variants = ("none", *INDEXES)
+    runs: dict[str, list[float]] = {v: [] for v in variants}
+    found: dict[str, set[int]] = {v: set() for v in variants}
+    open_s: list[float] = []
+    lookup_s: list[float] = []
+    for r in range(repeat):
+        for v in variants if r % 2 == 0 else tuple(reversed(variants)):
+            table = Table.open(source)
+            opts = table._write_options({**BASE_OPTIONS, C.INDEX_TYPE: "RECORD_INDEX" if v == "none" else v})
+            opts[C.OPERATION] = "upsert"
+            tl = table.timeline()
+            job = WriteJob(spark=spark, storage=table.storage, base_path=table.base_path, table_name=table.name,
+                           config=C.WriteConfig.from_options(opts), instant="(not written)", timeline=tl,
+                           view=table.view(tl), data_schema=table.schema())
+            producer = PRODUCERS["upsert"](job)
+            producer.uses_index = v != "none"
+            prepared = producer.prepare(spark.read.parquet(upsert_path)).persist(StorageLevel.MEMORY_AND_DISK)
+            prepared.count()
+            job.prepared = prepared
+            t0 = time.perf_counter()
+            tagged = producer.tag(prepared).persist(StorageLevel.MEMORY_AND_DISK)
+            counts = producer.count(tagged)
+            runs[v].append(round(time.perf_counter() - t0, 3))
+            found[v].add(sum(n for _p, f, n in counts if f is not None))
+            tagged.unpersist()
+            prepared.unpersist()
+            if v == "RECORD_INDEX":
+                t0 = time.perf_counter()
+                lk = job.record_index_lookup()
+                open_s.append(time.perf_counter() - t0)
+                assert lk is not None
+                keys = pq.read_table(upsert_path, columns=["id"]).column("id").combine_chunks()
+                t0 = time.perf_counter()
+                lk.lookup(keys)
+                lookup_s.append(time.perf_counter() - t0)
+    if len(found["RECORD_INDEX"]) != 1 or found["RECORD_INDEX"] != found["GLOBAL_SIMPLE"] or found["none"] != {0}:
+        raise AssertionError(f"records tagged as stored: {found}")
+    out: dict[str, Any] = {
+        v: {"s_median": round(statistics.median(runs[v]), 3), "s_runs": runs[v]} for v in variants
+    }
+    out["tagged_as_stored"] = next(iter(found["RECORD_INDEX"]))
+    out["RECORD_INDEX"]["open_index_on_driver_s"] = round(statistics.median(open_s), 3)
+    out["RECORD_INDEX"]["all_keys_looked_up_in_one_process_s"] = round(statistics.median(lookup_s), 3)
+    ri, gs, none = (out[v]["s_median"] for v in ("RECORD_INDEX", "GLOBAL_SIMPLE", "none"))
+    out["ratio_global_simple_over_record_index"] = round(gs / ri, 2)
+    out["ratio_above_floor"] = round((gs - none) / (ri - none), 2) if ri > none else None
+    return out
 
 
 # -- (b) size --------------------------------------------------------------------------------------------------
@@ -542,7 +570,8 @@ def run(rows: int = DEFAULT_ROWS, *, upsert_rows_n: int = UPSERT_ROWS, repeat: i
 
         say("tagging runs")
         res["tag"] = tag_runs(spark, indexed, d, os.path.join(d, "upsert"), repeat)
-        res["tag"]["stage_without_index"] = tag_floor(spark, indexed, os.path.join(d, "upsert"), repeat)
+        say("tag stage profile")
+        res["tag"]["profile"] = tag_profile(spark, indexed, os.path.join(d, "upsert"), repeat)
 
         say("index size")
         itable = Table.open(indexed)
@@ -576,6 +605,8 @@ def run(rows: int = DEFAULT_ROWS, *, upsert_rows_n: int = UPSERT_ROWS, repeat: i
         "tag_s_global_simple": gs,
         "tag_ratio": res["tag"]["tag_ratio_global_simple_over_record_index"],
         "record_index_5x_faster": gs >= 5 * ri,
+        "tag_dry_run_s": {v: res["tag"]["profile"][v]["s_median"] for v in ("none", *INDEXES)},
+        "tag_ratio_above_no_index_floor": res["tag"]["profile"]["ratio_above_floor"],
         "bytes_per_entry": res["index_size"]["bytes_per_entry"],
         "bytes_per_entry_within_32": (res["index_size"]["bytes_per_entry"] or 0) <= 32,
         "lookup_K_ms": res["lookup_model"]["K_ms"],
