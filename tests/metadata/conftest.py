@@ -16,3 +16,27 @@ def mdt_tables(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         pytest.skip("fixture tables not available")
     root = tmp_path_factory.mktemp("mdt_fixtures")
     return {z: unzip_table(z, root) for z in MDT_ZIPS}
+
+
+def crash_next_metadata_compactions(monkeypatch: pytest.MonkeyPatch, message: str) -> None:
+    """Make metadata compactions die after writing their base files (before they complete), raising
+    RuntimeError(message), until ``monkeypatch`` is undone."""
+    from pyhudi.metadata.writer import MetadataWriter
+
+    state = {"compacting": False}
+    orig_compact, orig_ct = MetadataWriter.compact, MetadataWriter._completion_time
+
+    def compact(self, dt, instant):  # type: ignore[no-untyped-def]
+        state["compacting"] = True
+        try:
+            return orig_compact(self, dt, instant)
+        finally:
+            state["compacting"] = False
+
+    def completion_time(self, tl, instant):  # type: ignore[no-untyped-def]
+        if state["compacting"]:
+            raise RuntimeError(message)
+        return orig_ct(self, tl, instant)
+
+    monkeypatch.setattr(MetadataWriter, "compact", compact)
+    monkeypatch.setattr(MetadataWriter, "_completion_time", completion_time)

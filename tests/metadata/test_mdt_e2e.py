@@ -24,6 +24,7 @@ from pyhudi.metadata.writer import INIT_PREFIX, MetadataWriter
 from pyhudi.table.filenames import parse_data_file_name
 from pyhudi.table.table import Table
 from pyhudi.table.timeline import COMMIT, COMPACTION, DELTA_COMMIT, ActiveTimeline
+from tests.metadata.conftest import crash_next_metadata_compactions
 from tests.paths import TABLE_ZIPS_DIR
 from tests.table.conftest import unzip_table
 
@@ -226,23 +227,7 @@ def test_crash_before_data_commit_and_in_metadata_compaction(  # type: ignore[no
     check(Table.open(base), model, "after the recovering write")
 
     # 2. crash inside a metadata compaction (after its base files are written, before it completes)
-    state = {"compacting": False}
-    orig_compact, orig_ct = MetadataWriter.compact, MetadataWriter._completion_time
-
-    def compact(self: MetadataWriter, dt: ActiveTimeline, instant: str) -> Any:
-        state["compacting"] = True
-        try:
-            return orig_compact(self, dt, instant)
-        finally:
-            state["compacting"] = False
-
-    def completion_time(self: MetadataWriter, tl: ActiveTimeline, instant: str) -> str:
-        if state["compacting"]:
-            raise RuntimeError("injected: metadata compaction died after writing its base files")
-        return orig_ct(self, tl, instant)
-
-    monkeypatch.setattr(MetadataWriter, "compact", compact)
-    monkeypatch.setattr(MetadataWriter, "_completion_time", completion_time)
+    crash_next_metadata_compactions(monkeypatch, "injected: metadata compaction died after writing its base files")
     batch = rows(["k2", "k8"], 4, 4)
     with pytest.raises(RuntimeError, match="injected: metadata compaction"):
         w.write(batch, **{"hoodie.metadata.compact.max.delta.commits": "1"})

@@ -18,6 +18,7 @@ from pyhudi.table.clean import clean as run_clean
 from pyhudi.table.filenames import parse_data_file_name
 from pyhudi.table.table import Table
 from pyhudi.table.timeline import COMMIT, COMPACTION, DELTA_COMMIT, ActiveTimeline, InstantTimeGenerator
+from tests.metadata.conftest import crash_next_metadata_compactions
 from tests.table._fabricate import AVRO_SCHEMA, LOCAL, make_table, write_base_file, write_partition_meta
 
 hudi = pytest.importorskip("hudi")
@@ -270,23 +271,7 @@ def test_crash_in_compaction_leaves_readers_unaffected(
     fab = Fab(tmp_path / "t")
     for i in range(4):
         fab.commit({(PARTS[i % 2], fid(i % 2)): {f"k{i}": i}})
-    state = {"compacting": False}
-    orig_compact, orig_ct = MetadataWriter.compact, MetadataWriter._completion_time
-
-    def compact(self: MetadataWriter, dt: ActiveTimeline, instant: str) -> Any:
-        state["compacting"] = True
-        try:
-            return orig_compact(self, dt, instant)
-        finally:
-            state["compacting"] = False
-
-    def completion_time(self: MetadataWriter, tl: ActiveTimeline, instant: str) -> str:
-        if state["compacting"]:
-            raise RuntimeError("injected: compaction died after writing its base files")
-        return orig_ct(self, tl, instant)
-
-    monkeypatch.setattr(MetadataWriter, "compact", compact)
-    monkeypatch.setattr(MetadataWriter, "_completion_time", completion_time)
+    crash_next_metadata_compactions(monkeypatch, "injected: compaction died after writing its base files")
     with pytest.raises(RuntimeError, match="injected"):
         fab.maybe_compact(max_delta_commits=2)
     monkeypatch.undo()

@@ -34,6 +34,7 @@ from pyhudi.metadata.writer import MetadataWriter
 from pyhudi.table.table import Table
 from pyhudi.table.timeline import COMMIT, COMPACTION, ActiveTimeline
 from pyhudi.write.producer import FAULT_OPTION
+from tests.metadata.conftest import crash_next_metadata_compactions
 from tests.write.model import Model, Rejected, Spec, table_rows
 
 hudi = pytest.importorskip("hudi")
@@ -216,26 +217,11 @@ class CompactionCrash:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.monkeypatch = monkeypatch
-        self.compacting = False
 
     def __enter__(self) -> CompactionCrash:
-        orig_compact, orig_ct = MetadataWriter.compact, MetadataWriter._completion_time
-        state = self
-
-        def compact(self: MetadataWriter, dt: ActiveTimeline, instant: str) -> Any:
-            state.compacting = True
-            try:
-                return orig_compact(self, dt, instant)
-            finally:
-                state.compacting = False
-
-        def completion_time(self: MetadataWriter, tl: ActiveTimeline, instant: str) -> str:
-            if state.compacting:
-                raise RuntimeError("injected fault: metadata compaction died after writing its base files")
-            return orig_ct(self, tl, instant)
-
-        self.monkeypatch.setattr(MetadataWriter, "compact", compact)
-        self.monkeypatch.setattr(MetadataWriter, "_completion_time", completion_time)
+        crash_next_metadata_compactions(
+            self.monkeypatch, "injected fault: metadata compaction died after writing its base files"
+        )
         return self
 
     def __exit__(self, *exc: object) -> None:
