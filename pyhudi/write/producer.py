@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 import os
 import time
-import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ from pyhudi.index.base import LOC_FILE_ID_COL, LOC_PARTITION_COL, index_for
 from pyhudi.io import bloom as bloom_mod
 from pyhudi.io.storage import Storage
 from pyhudi.spark.errors import task_errors
+from pyhudi.table.filenames import make_file_id, new_file_id_prefix
 from pyhudi.table.keygen import KeyGenerator
 from pyhudi.table.schema import (
     IS_DELETED_COL,
@@ -113,11 +113,18 @@ class WriteProducer:
     delete_all = False
     fills_small_files = True
     sort_by_key = False
+    # New file groups: False gives each its own random prefix (``<uuid>-0``, Hudi's upsert and insert buckets);
+    # True numbers them under one random prefix per write (``<uuid>-0``, ``<uuid>-1``, ..., as Hudi's bulk insert
+    # writers do). Record-index entries of files sharing a prefix differ only in the file index, so their
+    # base HFiles compress to about a quarter fewer bytes per entry.
+    numbered_file_ids = False
 
     def __init__(self, job: WriteJob) -> None:
         self.job = job
         self.cfg = job.config
         self._persisted: list[DataFrame] = []
+        self._file_id_prefix: str | None = None
+        self._file_id_count = 0
 
     # -- driver-side pipeline -------------------------------------------------------------------------
     def run(self, df: DataFrame, before_write: Callable[[], None] | None = None) -> WriteResult:
@@ -259,7 +266,7 @@ class WriteProducer:
                     remaining -= take
             while remaining > 0:
                 take = min(per_file, remaining)
-                b = Bucket(len(buckets), INSERT, part, f"{uuid.uuid4()}-0")
+                b = Bucket(len(buckets), INSERT, part, self.new_file_id())
                 buckets.append(b)
                 targets.append((b, take))
                 remaining -= take
@@ -269,6 +276,15 @@ class WriteProducer:
                 self.insert_ranges.append((part, lo, hi, b.id))
                 lo = hi
         return buckets
+
+    def new_file_id(self) -> str:
+        """The id of a new file group (see :attr:`numbered_file_ids`)."""
+        if not self.numbered_file_ids:
+            return make_file_id()
+        if self._file_id_prefix is None:
+            self._file_id_prefix, self._file_id_count = new_file_id_prefix(), 0
+        self._file_id_count += 1
+        return make_file_id(self._file_id_prefix, self._file_id_count - 1)
 
     def average_record_size(self) -> int:
         """Bytes per record from the latest commits that wrote data, else hoodie.copyonwrite.record.size.estimate."""
@@ -500,6 +516,7 @@ class BulkInsertProducer(WriteProducer):
     combine_option = "combine_before_insert"
     fills_small_files = False
     sort_by_key = True
+    numbered_file_ids = True
 
 
 class DeleteProducer(WriteProducer):
