@@ -1,6 +1,8 @@
 """RECORD_INDEX: tag incoming records from the metadata table's record index (global: a key is unique across
-partitions). Incoming keys are routed to their record-index file group, one Spark task per group (or a few),
-and looked up in one batch per group. Without a record index yet, Hudi falls back to GLOBAL_SIMPLE; so do we."""
+partitions). Only the incoming keys are looked up: routed to their record-index file group, one Spark task per
+group (or a few; a single task for a batch of at most ``pyhudi.record.index.lookup.single.task.max.keys``),
+one sorted batch per group; the locations found are joined back to the records. Without a record index yet,
+Hudi falls back to GLOBAL_SIMPLE; so do we."""
 
 from __future__ import annotations
 
@@ -11,8 +13,8 @@ from pyhudi.index.base import LOC_FILE_ID_COL, LOC_PARTITION_COL, Index
 from pyhudi.index.simple import SimpleIndex
 from pyhudi.metadata.reader import RECORD_INDEX, MetadataTableReader
 from pyhudi.metadata.record_index import (
-    DEFAULT_IN_PLACE_MAX_PARTITIONS,
-    IN_PLACE_MAX_PARTITIONS,
+    DEFAULT_SINGLE_TASK_MAX_KEYS,
+    SINGLE_TASK_MAX_KEYS,
     RecordIndexLookup,
     tag_records,
 )
@@ -35,13 +37,13 @@ class RecordLevelIndex(Index):
         lookup = job.record_index_lookup()
         if lookup is None:
             return SimpleIndex(is_global=True).tag(job, records)
-        raw = job.config.options.get(IN_PLACE_MAX_PARTITIONS, str(DEFAULT_IN_PLACE_MAX_PARTITIONS))
+        raw = job.config.options.get(SINGLE_TASK_MAX_KEYS, str(DEFAULT_SINGLE_TASK_MAX_KEYS))
         try:
-            in_place = int(raw)
+            single_task_max = int(raw)
         except ValueError:
-            raise ConfigError(f"option {IN_PLACE_MAX_PARTITIONS} must be an integer, got {raw!r}") from None
+            raise ConfigError(f"option {SINGLE_TASK_MAX_KEYS} must be an integer, got {raw!r}") from None
         return tag_records(records, lookup, RECORD_KEY_COL, LOC_PARTITION_COL, LOC_FILE_ID_COL, job.parallelism,
-                           in_place)
+                           job.prepared_count if records is job.prepared else None, single_task_max)
 
 
 def record_index_lookup(

@@ -11,8 +11,10 @@ blocks and delete blocks, in log order, later wins), and the found values decode
 from __future__ import annotations
 
 import math
+import os
 import posixpath
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -245,7 +247,9 @@ class RecordIndexLookup:
         if not self.slices or len(arr) == 0:
             return LOCATION_SCHEMA.empty_table()
         fgs = file_groups_of(arr, self.num_file_groups)
-        parts = [self.lookup_group(int(g), arr.filter(pa.array(fgs == g))) for g in np.unique(fgs)]
+        groups = [int(g) for g in np.unique(fgs)]
+        with ThreadPoolExecutor(max_workers=max(1, min(len(groups), os.cpu_count() or 1))) as ex:
+            parts = list(ex.map(lambda g: self.lookup_group(g, arr.filter(pa.array(fgs == g))), groups))
         return pa.concat_tables(parts)
 
 
@@ -310,80 +314,72 @@ def write_updates(spark, status_df, storage: Storage, mdt_path: str, instant: st
     return [r.asDict() for r in out.collect()]
 
 
-def _locate(lookup: RecordIndexLookup, keys: pa.Array, fgs: np.ndarray) -> tuple[pa.Array, pa.Array]:
-    """Current (partition, file id) of each key (null: not in the index), one batch lookup per file group."""
-    part = np.empty(len(keys), object)
-    fid = np.empty(len(keys), object)
-    for g in np.unique(fgs):
-        rows = np.flatnonzero(fgs == g)
-        sub = keys.take(pa.array(rows))
-        found = lookup.lookup_group(int(g), sub)
-        if not found.num_rows:
-            continue
-        idx = pc.index_in(sub, value_set=found.column("key").combine_chunks())
-        part[rows] = found.column("partition").combine_chunks().take(idx).to_numpy(zero_copy_only=False)
-        fid[rows] = found.column("file_id").combine_chunks().take(idx).to_numpy(zero_copy_only=False)
-    return pa.array(part, pa.string()), pa.array(fid, pa.string())
+_KEY_COL = "__rli_key"
 
 
-def tag_task(lookup: RecordIndexLookup, key_col: str, loc_partition_col: str, loc_file_id_col: str):
-    """applyInArrow function over the records of one record-index file group: adds their current location."""
+def _located_schema(loc_partition_col: str, loc_file_id_col: str) -> pa.Schema:
+    return pa.schema([(_KEY_COL, pa.string()), (loc_partition_col, pa.string()), (loc_file_id_col, pa.string())])
+
+
+def _located(found: pa.Table, schema: pa.Schema) -> pa.Table:
+    return pa.Table.from_arrays([found.column("key"), found.column("partition"), found.column("file_id")], schema=schema)
+
+
+def locate_group_task(lookup: RecordIndexLookup, schema: pa.Schema):
+    """applyInArrow function over the keys routed to one record-index file group: the found ones with their
+    location, looked up in one sorted batch."""
 
     def run(t: pa.Table) -> pa.Table:
-        keys = t.column(key_col).combine_chunks()
-        part, fid = _locate(lookup, keys, t.column(_FG_COL).to_numpy())
-        return t.drop_columns([_FG_COL]).append_column(loc_partition_col, part).append_column(loc_file_id_col, fid)
+        fg = int(t.column(_FG_COL)[0].as_py())
+        return _located(lookup.lookup_group(fg, pc.unique(t.column(_KEY_COL).combine_chunks())), schema)
 
     return run
 
 
-def tag_in_place_task(lookup: RecordIndexLookup, key_col: str, schema: pa.Schema):
-    """mapInArrow function: the records of one input partition with their current location, looked up in one
-    batch per record-index file group their keys route to (no shuffle of the records)."""
+def locate_all_task(lookup: RecordIndexLookup, schema: pa.Schema):
+    """mapInArrow function for a single task holding every key: the found ones with their location, one
+    sorted batch per file group, the groups in parallel threads."""
 
     def run(batches):
-        got = [b for b in batches if b.num_rows]
-        if not got:
-            return
-        t = pa.Table.from_batches(got)
-        keys = t.column(key_col).combine_chunks()
-        part, fid = _locate(lookup, keys, file_groups_of(keys, lookup.num_file_groups))
-        out = pa.Table.from_arrays([*t.columns, part, fid], schema=schema)
-        yield from out.to_batches()
+        got = [b.column(0) for b in batches if b.num_rows]
+        if got:
+            yield from _located(lookup.lookup(pc.unique(pa.concat_arrays(got))), schema).to_batches()
 
     return run
 
 
-#: an input of at most this many partitions is tagged in place (each task looks its own keys up in every file
-#: group they route to: tasks x N lookups, no shuffle); a larger one is shuffled by file group (N lookups). The
-#: default, 1, never reads an index block twice: a large batch touches every block of every file group, so each
-#: extra in-place task reads the whole index again (8 tasks read a 20M-key index 8 times, 6.2 GB)
-IN_PLACE_MAX_PARTITIONS = "pyhudi.record.index.lookup.in.place.max.partitions"
-DEFAULT_IN_PLACE_MAX_PARTITIONS = 1
+#: an input of at most this many records looks its keys up in a single Spark task (every file group read once,
+#: the groups in parallel threads: no routing shuffle, one Python stage); a larger or uncounted one routes its
+#: keys to one task per file group (or a few)
+SINGLE_TASK_MAX_KEYS = "pyhudi.record.index.lookup.single.task.max.keys"
+DEFAULT_SINGLE_TASK_MAX_KEYS = 1_000_000
 
 
 def tag_records(records, lookup: RecordIndexLookup, key_col: str, loc_partition_col: str, loc_file_id_col: str,
-                parallelism: int, in_place_max_partitions: int = DEFAULT_IN_PLACE_MAX_PARTITIONS):
-    """Spark: the records with their current location (null: a new key). Keys are routed to their record-index
-    file group and looked up sorted, in one batch per group: in place for an input of few partitions, else after
-    a shuffle by file group (one task per group, or a few)."""
+                parallelism: int, num_records: int | None = None,
+                single_task_max_keys: int = DEFAULT_SINGLE_TASK_MAX_KEYS):
+    """Spark: the records with their current location (null: a new key), as Hudi's record index tags: only the
+    keys go to the lookup (never the whole records through Python), routed to their record-index file group
+    and looked up sorted, one batch per group; the found locations are joined back to the records."""
+    from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    from pyhudi.spark.session import arrow_schema
-
     n = lookup.num_file_groups
-    schema = arrow_schema(records)
-    out_schema = schema.append(pa.field(loc_partition_col, pa.string())).append(pa.field(loc_file_id_col, pa.string()))
-    if records.rdd.getNumPartitions() <= in_place_max_partitions:
-        return records.mapInArrow(tag_in_place_task(lookup, key_col, out_schema), from_arrow_schema(out_schema))
-    with_fg = records.mapInArrow(
-        add_file_group_task(key_col, n), from_arrow_schema(schema.append(pa.field(_FG_COL, pa.int32())))
-    )
-    return (
-        with_fg.repartition(max(1, min(n, parallelism)), _FG_COL)
-        .groupBy(_FG_COL)
-        .applyInArrow(tag_task(lookup, key_col, loc_partition_col, loc_file_id_col), from_arrow_schema(out_schema))
-    )
+    located = _located_schema(loc_partition_col, loc_file_id_col)
+    keys = records.select(F.col(key_col).alias(_KEY_COL))
+    if num_records is not None and num_records <= single_task_max_keys:
+        found = keys.coalesce(1).mapInArrow(locate_all_task(lookup, located), from_arrow_schema(located))
+    else:
+        routed = keys.mapInArrow(
+            add_file_group_task(_KEY_COL, n),
+            from_arrow_schema(pa.schema([(_KEY_COL, pa.string()), (_FG_COL, pa.int32())])),
+        )
+        found = (
+            routed.repartition(max(1, min(n, parallelism)), _FG_COL)
+            .groupBy(_FG_COL)
+            .applyInArrow(locate_group_task(lookup, located), from_arrow_schema(located))
+        )
+    return records.join(found, F.col(key_col) == F.col(_KEY_COL), "left").drop(_KEY_COL)
 
 
 def empty_base_hfile(name: str) -> bytes:

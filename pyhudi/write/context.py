@@ -36,6 +36,7 @@ class WriteJob:
     timings: dict[str, float] = field(default_factory=dict)
     progress: Progress | None = None
     prepared: DataFrame | None = None
+    prepared_count: int | None = None  # known when the write materialised its prepared records
     _partitions: list[str] | None = None
 
     @property

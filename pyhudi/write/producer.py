@@ -138,7 +138,7 @@ class WriteProducer:
                 looks_up = self.uses_index and bool(job.view.latest_base_files())
                 if looks_up:  # materialised here so that the tag timing measures the index lookup alone
                     prepared = prepared.persist(_storage_level())
-                    prepared.count()
+                    job.prepared_count = prepared.count()
                 job.prepared = prepared
             with job.timed("tag"):
                 # tagged records feed both the planning counts and the write: compute them once
