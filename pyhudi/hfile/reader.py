@@ -10,6 +10,7 @@ from __future__ import annotations
 import bisect
 import os
 import struct
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -52,11 +53,15 @@ _T = TypeVar("_T")
 _POOL: ThreadPoolExecutor | None = None
 
 
+_POOL_LOCK = threading.Lock()
+
+
 def _pool() -> ThreadPoolExecutor:
     global _POOL
-    if _POOL is None:
-        _POOL = ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2), thread_name_prefix="pyhudi-hfile")
-    return _POOL
+    with _POOL_LOCK:  # readers in several threads (record-index file groups looked up at once) share one pool
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2), thread_name_prefix="pyhudi-hfile")
+        return _POOL
 
 
 class HFileReader:

@@ -1,8 +1,9 @@
 """RECORD_INDEX: tag incoming records from the metadata table's record index (global: a key is unique across
-partitions). Only the incoming keys are looked up: routed to their record-index file group, one Spark task per
-group (or a few; a single task for a batch of at most ``pyhudi.record.index.lookup.single.task.max.keys``),
-one sorted batch per group; the locations found are joined back to the records. Without a record index yet,
-Hudi falls back to GLOBAL_SIMPLE; so do we."""
+partitions). Only the incoming keys are looked up, one sorted batch per record-index file group: in a single
+Spark task for a batch of at most ``pyhudi.record.index.lookup.single.task.max.keys`` keys against an index of
+at most ``pyhudi.record.index.lookup.single.task.max.bytes``, else routed to one task per file group (or a few);
+the locations found are joined back to the records. Without a record index yet, Hudi falls back to
+GLOBAL_SIMPLE; so do we."""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ from pyhudi.index.base import LOC_FILE_ID_COL, LOC_PARTITION_COL, Index
 from pyhudi.index.simple import SimpleIndex
 from pyhudi.metadata.reader import RECORD_INDEX, MetadataTableReader
 from pyhudi.metadata.record_index import (
+    DEFAULT_SINGLE_TASK_MAX_BYTES,
     DEFAULT_SINGLE_TASK_MAX_KEYS,
+    SINGLE_TASK_MAX_BYTES,
     SINGLE_TASK_MAX_KEYS,
     RecordIndexLookup,
     tag_records,
@@ -37,13 +40,19 @@ class RecordLevelIndex(Index):
         lookup = job.record_index_lookup()
         if lookup is None:
             return SimpleIndex(is_global=True).tag(job, records)
-        raw = job.config.options.get(SINGLE_TASK_MAX_KEYS, str(DEFAULT_SINGLE_TASK_MAX_KEYS))
-        try:
-            single_task_max = int(raw)
-        except ValueError:
-            raise ConfigError(f"option {SINGLE_TASK_MAX_KEYS} must be an integer, got {raw!r}") from None
-        return tag_records(records, lookup, RECORD_KEY_COL, LOC_PARTITION_COL, LOC_FILE_ID_COL, job.parallelism,
-                           job.prepared_count if records is job.prepared else None, single_task_max)
+        max_keys = _int_option(job, SINGLE_TASK_MAX_KEYS, DEFAULT_SINGLE_TASK_MAX_KEYS)
+        max_bytes = _int_option(job, SINGLE_TASK_MAX_BYTES, DEFAULT_SINGLE_TASK_MAX_BYTES)
+        n = job.prepared_count if records is job.prepared else None
+        single = n is not None and n <= max_keys and lookup.file_bytes() <= max_bytes
+        return tag_records(records, lookup, RECORD_KEY_COL, LOC_PARTITION_COL, LOC_FILE_ID_COL, job.parallelism, single)
+
+
+def _int_option(job: WriteJob, name: str, default: int) -> int:
+    raw = job.config.options.get(name, str(default))
+    try:
+        return int(raw)
+    except ValueError:
+        raise ConfigError(f"option {name} must be an integer, got {raw!r}") from None
 
 
 def record_index_lookup(

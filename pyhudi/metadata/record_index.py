@@ -248,7 +248,7 @@ class RecordIndexLookup:
             return LOCATION_SCHEMA.empty_table()
         fgs = file_groups_of(arr, self.num_file_groups)
         groups = [int(g) for g in np.unique(fgs)]
-        with ThreadPoolExecutor(max_workers=max(1, min(len(groups), os.cpu_count() or 1))) as ex:
+        with ThreadPoolExecutor(max_workers=max(1, min(len(groups), os.cpu_count() or 1, _GROUP_THREADS))) as ex:
             parts = list(ex.map(lambda g: self.lookup_group(g, arr.filter(pa.array(fgs == g))), groups))
         return pa.concat_tables(parts)
 
@@ -348,26 +348,30 @@ def locate_all_task(lookup: RecordIndexLookup, schema: pa.Schema):
     return run
 
 
-#: an input of at most this many records looks its keys up in a single Spark task (every file group read once,
-#: the groups in parallel threads: no routing shuffle, one Python stage); a larger or uncounted one routes its
-#: keys to one task per file group (or a few)
+#: a batch of at most this many records, against an index of at most SINGLE_TASK_MAX_BYTES on storage, looks
+#: its keys up in a single Spark task (every file group read once, the groups in parallel threads: no routing
+#: shuffle, one Python stage); a larger or uncounted one routes its keys to one task per file group (or a few)
 SINGLE_TASK_MAX_KEYS = "pyhudi.record.index.lookup.single.task.max.keys"
 DEFAULT_SINGLE_TASK_MAX_KEYS = 1_000_000
+SINGLE_TASK_MAX_BYTES = "pyhudi.record.index.lookup.single.task.max.bytes"
+DEFAULT_SINGLE_TASK_MAX_BYTES = 256 << 20
+#: file groups looked up at once by one process (each also inflates its blocks in the HFile reader's threads)
+_GROUP_THREADS = 4
 
 
 def tag_records(records, lookup: RecordIndexLookup, key_col: str, loc_partition_col: str, loc_file_id_col: str,
-                parallelism: int, num_records: int | None = None,
-                single_task_max_keys: int = DEFAULT_SINGLE_TASK_MAX_KEYS):
+                parallelism: int, single_task: bool = False):
     """Spark: the records with their current location (null: a new key), as Hudi's record index tags: only the
-    keys go to the lookup (never the whole records through Python), routed to their record-index file group
-    and looked up sorted, one batch per group; the found locations are joined back to the records."""
+    keys go to the lookup (never the whole records through Python), in one task (``single_task``) or routed to
+    their record-index file group, looked up sorted, one batch per group; the found locations are joined back
+    to the records."""
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import from_arrow_schema
 
     n = lookup.num_file_groups
     located = _located_schema(loc_partition_col, loc_file_id_col)
     keys = records.select(F.col(key_col).alias(_KEY_COL))
-    if num_records is not None and num_records <= single_task_max_keys:
+    if single_task:
         found = keys.coalesce(1).mapInArrow(locate_all_task(lookup, located), from_arrow_schema(located))
     else:
         routed = keys.mapInArrow(
