@@ -36,9 +36,12 @@ $(BENCH_STAMP): $(STAMP) pyproject.toml
 	@touch $(BENCH_STAMP)
 
 # the index benchmark suite (1M/5M/20M-row tables as far as a 60-minute budget allows; peers Delta Lake and
-# Iceberg): benchmarks/results/index_bench.{json,md} and plots. BENCH_ARGS passes options (see --help).
+# Iceberg): benchmarks/results/index_bench.{json,md} and plots; then the record index on 2M rows (tagging
+# against GLOBAL_SIMPLE, bytes per entry, the lookup model K + c * M/N fitted over M and N):
+# benchmarks/results/record_index.json. BENCH_ARGS / RLI_BENCH_ARGS pass options (see --help).
 bench: $(BENCH_STAMP)
 	$(BIN)/python benchmarks/bench_index.py $(BENCH_ARGS)
+	$(BIN)/python benchmarks/bench_record_index.py --repeat 5 $(RLI_BENCH_ARGS)
 
 # the same in a few minutes (one 200k-row table): benchmarks/results/index_bench_quick.*
 bench-quick: $(BENCH_STAMP)
