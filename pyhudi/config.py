@@ -33,6 +33,11 @@ BLOOM_INDEX_UPDATE_PARTITION_PATH = "hoodie.bloom.index.update.partition.path"
 BLOOM_INDEX_PRUNE_BY_RANGES = "hoodie.bloom.index.prune.by.ranges"
 BLOOM_INDEX_PARALLELISM = "hoodie.bloom.index.parallelism"
 RECORD_INDEX_UPDATE_PARTITION_PATH = "hoodie.record.index.update.partition.path"
+# a batch of at most this many records, against a record index of at most this many bytes on storage, looks its
+# keys up in a single Spark task (every file group read once, the groups in parallel threads: no routing shuffle,
+# one Python stage); a larger or uncounted one routes its keys to one task per file group (or a few)
+RECORD_INDEX_SINGLE_TASK_MAX_KEYS = "pyhudi.record.index.lookup.single.task.max.keys"
+RECORD_INDEX_SINGLE_TASK_MAX_BYTES = "pyhudi.record.index.lookup.single.task.max.bytes"
 # -- file sizing ------------------------------------------------------------------------------------------
 PARQUET_MAX_FILE_SIZE = "hoodie.parquet.max.file.size"
 PARQUET_SMALL_FILE_LIMIT = "hoodie.parquet.small.file.limit"
@@ -61,6 +66,8 @@ DEFAULTS: dict[str, str] = {
     BLOOM_INDEX_PRUNE_BY_RANGES: "true",
     BLOOM_INDEX_PARALLELISM: "0",
     RECORD_INDEX_UPDATE_PARTITION_PATH: "false",
+    RECORD_INDEX_SINGLE_TASK_MAX_KEYS: str(1_000_000),
+    RECORD_INDEX_SINGLE_TASK_MAX_BYTES: str(256 << 20),
     HIVE_STYLE_PARTITIONING: "false",
     URL_ENCODE_PARTITIONING: "false",
     COMBINE_BEFORE_INSERT: "false",
@@ -88,7 +95,9 @@ def bool_option(options: Mapping[str, str], key: str) -> bool:
     return v == "true"
 
 
-def _int(options: Mapping[str, str], key: str, minimum: int = 0) -> int:
+def int_option(options: Mapping[str, str], key: str, minimum: int = 0) -> int:
+    """An integer option of at least ``minimum`` (default from :data:`DEFAULTS`); anything else is an error
+    naming the option."""
     raw = options.get(key, DEFAULTS.get(key))
     try:
         v = int(str(raw))
@@ -165,7 +174,7 @@ class WriteConfig:
             "RECORD_INDEX": RECORD_INDEX_UPDATE_PARTITION_PATH,
             "GLOBAL_BLOOM": BLOOM_INDEX_UPDATE_PARTITION_PATH,
         }.get(index_type, SIMPLE_INDEX_UPDATE_PARTITION_PATH)
-        parallelism = _int(o, UPSERT_PARALLELISM if op != "bulk_insert" else BULKINSERT_PARALLELISM)
+        parallelism = int_option(o, UPSERT_PARALLELISM if op != "bulk_insert" else BULKINSERT_PARALLELISM)
         codec = str(o.get(PARQUET_COMPRESSION, DEFAULTS[PARQUET_COMPRESSION])).lower()
         if codec not in ("gzip", "snappy", "zstd", "none", "uncompressed", "lz4", "brotli"):
             raise ConfigError(f"option {PARQUET_COMPRESSION} has unknown value {codec!r}")
@@ -185,17 +194,17 @@ class WriteConfig:
             combine_before_insert=bool_option(o, COMBINE_BEFORE_INSERT),
             combine_before_upsert=bool_option(o, COMBINE_BEFORE_UPSERT),
             update_partition_path=bool_option(o, upp_key),
-            max_file_size=_int(o, PARQUET_MAX_FILE_SIZE, 1),
-            small_file_limit=_int(o, PARQUET_SMALL_FILE_LIMIT),
-            record_size_estimate=_int(o, RECORD_SIZE_ESTIMATE, 1),
-            insert_split_size=_int(o, INSERT_SPLIT_SIZE, 1),
+            max_file_size=int_option(o, PARQUET_MAX_FILE_SIZE, 1),
+            small_file_limit=int_option(o, PARQUET_SMALL_FILE_LIMIT),
+            record_size_estimate=int_option(o, RECORD_SIZE_ESTIMATE, 1),
+            insert_split_size=int_option(o, INSERT_SPLIT_SIZE, 1),
             insert_auto_split=bool_option(o, INSERT_AUTO_SPLIT),
             parallelism=parallelism,
             parquet_compression=codec,
-            cleaner_commits_retained=_int(o, CLEANER_COMMITS_RETAINED, 1),
+            cleaner_commits_retained=int_option(o, CLEANER_COMMITS_RETAINED, 1),
             auto_clean=bool_option(o, AUTO_CLEAN),
             bloom_prune_by_ranges=bool_option(o, BLOOM_INDEX_PRUNE_BY_RANGES),
-            bloom_parallelism=_int(o, BLOOM_INDEX_PARALLELISM),
+            bloom_parallelism=int_option(o, BLOOM_INDEX_PARALLELISM),
             options=o,
         )
 

@@ -188,7 +188,13 @@ def plots(res: dict[str, Any], out_dir: str, suffix: str = "") -> list[str]:
     if not done:
         return []
     workloads = list(done[0]["hudi"]["summary"])
-    files = []
+    files: list[str] = []
+
+    def save(fig: Any, stem: str) -> None:
+        fig.tight_layout()
+        files.append(os.path.join(out_dir, f"{stem}{suffix}.png"))
+        fig.savefig(files[-1], dpi=110)
+        plt.close(fig)
 
     fig, axes = plt.subplots(1, len(workloads), figsize=(5.5 * len(workloads), 4.2), squeeze=False)
     for ax, w in zip(axes[0], workloads, strict=True):
@@ -210,11 +216,7 @@ def plots(res: dict[str, Any], out_dir: str, suffix: str = "") -> list[str]:
         ax.set_title(f"{w}: tagging {res['config']['upsert_rows']:,} upsert rows")
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8)
-    fig.tight_layout()
-    p = os.path.join(out_dir, f"index_tag_vs_size{suffix}.png")
-    fig.savefig(p, dpi=110)
-    plt.close(fig)
-    files.append(p)
+    save(fig, "index_tag_vs_size")
 
     fig, axes = plt.subplots(1, len(workloads), figsize=(5.5 * len(workloads), 4.2), squeeze=False)
     for ax, w in zip(axes[0], workloads, strict=True):
@@ -244,11 +246,7 @@ def plots(res: dict[str, Any], out_dir: str, suffix: str = "") -> list[str]:
         ax.set_title(f"{w}: {res['config']['upsert_rows']:,}-row upsert")
         ax.grid(True, axis="y", alpha=0.3)
         ax.legend(fontsize=7)
-    fig.tight_layout()
-    p = os.path.join(out_dir, f"index_upsert_vs_peers{suffix}.png")
-    fig.savefig(p, dpi=110)
-    plt.close(fig)
-    files.append(p)
+    save(fig, "index_upsert_vs_peers")
     return files
 
 

@@ -9,18 +9,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pyhudi.errors import ConfigError
+from pyhudi import config as C
 from pyhudi.index.base import LOC_FILE_ID_COL, LOC_PARTITION_COL, Index
 from pyhudi.index.simple import SimpleIndex
 from pyhudi.metadata.reader import RECORD_INDEX, MetadataTableReader
-from pyhudi.metadata.record_index import (
-    DEFAULT_SINGLE_TASK_MAX_BYTES,
-    DEFAULT_SINGLE_TASK_MAX_KEYS,
-    SINGLE_TASK_MAX_BYTES,
-    SINGLE_TASK_MAX_KEYS,
-    RecordIndexLookup,
-    tag_records,
-)
+from pyhudi.metadata.record_index import RecordIndexLookup, tag_records
 from pyhudi.table.schema import RECORD_KEY_COL
 
 if TYPE_CHECKING:
@@ -40,19 +33,11 @@ class RecordLevelIndex(Index):
         lookup = job.record_index_lookup()
         if lookup is None:
             return SimpleIndex(is_global=True).tag(job, records)
-        max_keys = _int_option(job, SINGLE_TASK_MAX_KEYS, DEFAULT_SINGLE_TASK_MAX_KEYS)
-        max_bytes = _int_option(job, SINGLE_TASK_MAX_BYTES, DEFAULT_SINGLE_TASK_MAX_BYTES)
+        max_keys = C.int_option(job.config.options, C.RECORD_INDEX_SINGLE_TASK_MAX_KEYS)
+        max_bytes = C.int_option(job.config.options, C.RECORD_INDEX_SINGLE_TASK_MAX_BYTES)
         n = job.prepared_count if records is job.prepared else None
-        single = n is not None and n <= max_keys and lookup.file_bytes() <= max_bytes
+        single = n is not None and n <= max_keys and lookup.file_bytes <= max_bytes
         return tag_records(records, lookup, RECORD_KEY_COL, LOC_PARTITION_COL, LOC_FILE_ID_COL, job.parallelism, single)
-
-
-def _int_option(job: WriteJob, name: str, default: int) -> int:
-    raw = job.config.options.get(name, str(default))
-    try:
-        return int(raw)
-    except ValueError:
-        raise ConfigError(f"option {name} must be an integer, got {raw!r}") from None
 
 
 def record_index_lookup(

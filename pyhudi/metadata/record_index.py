@@ -176,15 +176,18 @@ class RecordIndexLookup:
     mdt_path: str
     slices: tuple[tuple[str | None, tuple[str, ...]], ...]  # per file group: base file path, log file paths
     block_filter: BlockFilter
+    file_bytes: int  # size on storage of the latest file slices of every file group (from the listing)
 
     @staticmethod
     def from_reader(reader: MetadataTableReader) -> RecordIndexLookup:
         slices = []
+        nbytes = 0
         for fs in reader.file_slices(RECORD_INDEX):
             base = posixpath.join(reader.mdt_path, fs.base_file.relative_path) if fs.base_file else None
             logs = tuple(posixpath.join(reader.mdt_path, lf.relative_path) for lf in fs.log_files)
             slices.append((base, logs))
-        return RecordIndexLookup(reader.storage, reader.mdt_path, tuple(slices), reader.block_filter)
+            nbytes += fs.total_size
+        return RecordIndexLookup(reader.storage, reader.mdt_path, tuple(slices), reader.block_filter, nbytes)
 
     @property
     def num_file_groups(self) -> int:
@@ -232,14 +235,6 @@ class RecordIndexLookup:
                 gone = pa.array([d.record_key.encode() for d in b.delete_records() if d.record_key], pa.binary())
                 keys = keys.filter(pc.invert(pc.is_in(keys, value_set=gone)))
         return pc.unique(keys).cast(pa.string())
-
-    def file_bytes(self) -> int:
-        """Size on storage of the latest file slices of every file group."""
-        total = 0
-        for base, logs in self.slices:
-            for path in ([base] if base else []) + list(logs):
-                total += self.storage.status(path).size
-        return total
 
     def lookup(self, keys: Sequence[str] | pa.Array) -> pa.Table:
         """Driver-side lookup of any keys: routes them to their file groups, one batch per group."""
@@ -348,13 +343,6 @@ def locate_all_task(lookup: RecordIndexLookup, schema: pa.Schema):
     return run
 
 
-#: a batch of at most this many records, against an index of at most SINGLE_TASK_MAX_BYTES on storage, looks
-#: its keys up in a single Spark task (every file group read once, the groups in parallel threads: no routing
-#: shuffle, one Python stage); a larger or uncounted one routes its keys to one task per file group (or a few)
-SINGLE_TASK_MAX_KEYS = "pyhudi.record.index.lookup.single.task.max.keys"
-DEFAULT_SINGLE_TASK_MAX_KEYS = 1_000_000
-SINGLE_TASK_MAX_BYTES = "pyhudi.record.index.lookup.single.task.max.bytes"
-DEFAULT_SINGLE_TASK_MAX_BYTES = 256 << 20
 #: file groups looked up at once by one process (each also inflates its blocks in the HFile reader's threads)
 _GROUP_THREADS = 4
 

@@ -522,7 +522,7 @@ class Table:
         if lk is None:
             raise PyHudiError(f"{self.base_path} has no record index")
         entries = sum(len(lk.live_keys(i)) for i in range(lk.num_file_groups))
-        nbytes = lk.file_bytes()
+        nbytes = lk.file_bytes
         return {
             "file_groups": lk.num_file_groups,
             "entries": entries,

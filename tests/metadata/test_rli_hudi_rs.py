@@ -144,7 +144,8 @@ def _ours_base_only(table: Table, fg: int, keys: list[str]) -> Mapping:
     """Our lookup of ``keys`` in file group ``fg`` reading its base HFile only (log files left out)."""
     lk = RecordIndexLookup.from_reader(_reader(table))
     base, _ = lk.slices[fg]
-    only_base = RecordIndexLookup(lk.storage, lk.mdt_path, tuple((b, ()) for b, _ in lk.slices), lk.block_filter)
+    only_base = RecordIndexLookup(lk.storage, lk.mdt_path, tuple((b, ()) for b, _ in lk.slices), lk.block_filter,
+                                  lk.file_bytes)
     assert only_base.slices[fg][0] == base
     found = only_base.lookup_group(fg, pa.array(keys, pa.string()))
     return {k: (p, f, t) for k, p, f, t in zip(*(found.column(c).to_pylist() for c in found.column_names), strict=True)}
