@@ -167,6 +167,10 @@ def log_block_bytes(instant: str, keys: pa.Array, values: pa.Array, deleted: Seq
     return out
 
 
+def _location_table(found_keys: pa.Array, values: pa.Array, schema_json: str | None) -> pa.Table:
+    return pa.table([found_keys, *decode_locations(values, schema_json).columns], schema=LOCATION_SCHEMA)
+
+
 # -- lookups -------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class RecordIndexLookup:
@@ -195,6 +199,12 @@ class RecordIndexLookup:
 
     def lookup_group(self, fg: int, keys: pa.Array) -> pa.Table:
         """Locations of the ``keys`` (all routed to file group ``fg``) that the index holds."""
+        found_keys, values, schema = self._raw_lookup(fg, keys)
+        return _location_table(found_keys, values, schema)
+
+    def _raw_lookup(self, fg: int, keys: pa.Array) -> tuple[pa.Array, pa.Array, str | None]:
+        """(found keys, their undecoded cell values, the writer schema) of ``keys`` in file group ``fg``:
+        the base HFile, then the valid log blocks in order (later wins; delete blocks remove)."""
         keys = to_binary_array(keys)
         n = len(keys)
         values: pa.Array = pa.nulls(n, pa.binary())
@@ -216,9 +226,7 @@ class RecordIndexLookup:
                     hit = pc.is_in(keys.cast(pa.string()), value_set=gone)
                     values = pc.if_else(hit, pa.scalar(None, pa.binary()), values)
         present = pc.is_valid(values)
-        found_keys = keys.filter(present).cast(pa.string())
-        locs = decode_locations(values.filter(present), schema)
-        return pa.table([found_keys, *locs.columns], schema=LOCATION_SCHEMA)
+        return keys.filter(present).cast(pa.string()), values.filter(present), schema
 
     def live_keys(self, fg: int) -> pa.Array:
         """Every key file group ``fg`` maps (base plus valid log blocks, deletes applied)."""
@@ -244,8 +252,15 @@ class RecordIndexLookup:
         fgs = file_groups_of(arr, self.num_file_groups)
         groups = [int(g) for g in np.unique(fgs)]
         with ThreadPoolExecutor(max_workers=max(1, min(len(groups), os.cpu_count() or 1, _GROUP_THREADS))) as ex:
-            parts = list(ex.map(lambda g: self.lookup_group(g, arr.filter(pa.array(fgs == g))), groups))
-        return pa.concat_tables(parts)
+            raw = list(ex.map(lambda g: self._raw_lookup(g, arr.filter(pa.array(fgs == g))), groups))
+        # the file groups share most values (a base file's keys spread over every group): decode them together
+        by_schema: dict[str | None, list[tuple[pa.Array, pa.Array]]] = {}
+        for k, v, sj in raw:
+            by_schema.setdefault(sj, []).append((k, v))
+        return pa.concat_tables(
+            _location_table(pa.concat_arrays([k for k, _ in kv]), pa.concat_arrays([v for _, v in kv]), sj)
+            for sj, kv in by_schema.items()
+        )
 
 
 # -- Spark jobs ----------------------------------------------------------------------------------------------
