@@ -64,6 +64,16 @@ def _pool() -> ThreadPoolExecutor:
         return _POOL
 
 
+def _forget_pool_in_child() -> None:
+    """A forked process (PySpark forks its Python workers from a daemon) has none of the parent's pool threads:
+    it starts its own pool when it needs one."""
+    global _POOL, _POOL_LOCK
+    _POOL, _POOL_LOCK = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_pool_in_child)
+
+
 class HFileReader:
     """A reader over one HFile. Use :meth:`open`, :meth:`from_uri` or :meth:`from_bytes`."""
 

@@ -81,6 +81,8 @@ def get_spark(master: str | None = None, app_name: str = "pyhudi") -> SparkSessi
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
+        # Python workers fork from a daemon that has loaded pyhudi's compiled kernels (pyhudi/spark/daemon.py)
+        .config("spark.python.daemon.module", "pyhudi.spark.daemon")
     )
     if master.startswith("local"):
         builder = (

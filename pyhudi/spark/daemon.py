@@ -1,0 +1,42 @@
+"""The Python daemon of pyhudi's Spark sessions (``spark.python.daemon.module``).
+
+PySpark forks every Python worker of an executor from one daemon process. This daemon first loads what the
+tasks' hot paths use -- pyarrow, the HFile writer and reader with their compiled kernels, the record-index
+routing -- and only then hands over to PySpark's own daemon, so a new worker inherits them instead of loading
+the kernels on its first task (about 0.2 s per worker on a 2-core machine: a record-index lookup of 100k keys
+took 0.40-0.55 s in a fresh process against 0.21-0.30 s in a warm one). The warm-up is an optimisation only:
+if it fails the daemon starts anyway, and it writes nothing to stdout (PySpark reads the daemon's port there).
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+
+def warm_up() -> None:
+    """Run the HFile writer and reader and the record-index routing once on a tiny in-memory file, so their
+    compiled kernels are loaded with the argument types the tasks use. Starts no threads (the daemon forks)."""
+    import pyarrow as pa
+
+    from pyhudi.hfile import HFileReader, hfile_bytes
+    from pyhudi.io.compression import CODEC_GZ
+    from pyhudi.metadata.record_index import file_groups_of
+
+    keys = pa.array([b"k0", b"k1", b"k2"], pa.binary())
+    data, _ = hfile_bytes(keys, keys, codec=CODEC_GZ)
+    with HFileReader.from_bytes(data) as reader:  # one data block: read without the block thread pool
+        reader.lookup(keys)
+        reader.read_all()
+    file_groups_of(keys.cast(pa.string()), 2)
+
+
+def main() -> None:
+    with contextlib.suppress(Exception):  # a worker loads the kernels itself when this fails
+        warm_up()
+    from pyspark import daemon
+
+    daemon.manager()
+
+
+if __name__ == "__main__":
+    main()
