@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
@@ -16,6 +17,10 @@ class _Cli(click.Group):
     """A group whose commands share one error handler: a PyHudiError becomes a clear message and exit 1."""
 
     def invoke(self, ctx: click.Context) -> Any:
+        from pyhudi.spark.session import ENV_QUIET_TASK_FAILURES
+
+        # a failed Spark task is reported once, below, not also by Spark's logs with its stack traces
+        os.environ.setdefault(ENV_QUIET_TASK_FAILURES, "1")
         try:
             return super().invoke(ctx)
         except PyHudiError as e:

@@ -21,6 +21,15 @@ if TYPE_CHECKING:
 LOOPBACK = "127.0.0.1"
 ENV_MASTER = "PYHUDI_SPARK_MASTER"
 DEFAULT_MASTER = "local[2]"
+# "1": the session does not log failed tasks itself (the pyhudi command sets it: it reports the error once)
+ENV_QUIET_TASK_FAILURES = "PYHUDI_SPARK_QUIET_TASK_FAILURES"
+# the driver-side loggers that print a failed task's Python and JVM stack traces (local mode runs the executor
+# in the driver JVM)
+TASK_FAILURE_LOGGERS = (
+    "org.apache.spark.executor.Executor",
+    "org.apache.spark.scheduler.TaskSetManager",
+    "org.apache.spark.scheduler.TaskSchedulerImpl",
+)
 
 
 def check_java() -> str:
@@ -97,7 +106,19 @@ def get_spark(master: str | None = None, app_name: str = "pyhudi") -> SparkSessi
         builder = builder.config("spark.driver.memory", os.environ.get("PYHUDI_SPARK_DRIVER_MEMORY", "4g"))
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    if os.environ.get(ENV_QUIET_TASK_FAILURES) == "1":
+        quiet_task_failure_logs(spark)
     return spark
+
+
+def quiet_task_failure_logs(spark: SparkSession) -> None:
+    """Turn off Spark's own logging of failed tasks (:data:`TASK_FAILURE_LOGGERS`), for a caller that reports
+    the error itself, as the ``pyhudi`` command does through :func:`pyhudi.spark.errors.task_errors`."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    off = jvm.org.apache.logging.log4j.Level.OFF
+    for name in TASK_FAILURE_LOGGERS:
+        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(name, off)
 
 
 def arrow_schema(df: DataFrame) -> pa.Schema:
