@@ -19,8 +19,11 @@ class _Cli(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         from pyhudi.spark.session import ENV_QUIET_TASK_FAILURES
 
-        # a failed Spark task is reported once, below, not also by Spark's logs with its stack traces
-        os.environ.setdefault(ENV_QUIET_TASK_FAILURES, "1")
+        # a failed Spark task is reported once, below, not also by Spark's logs with its stack traces (for the
+        # sessions this command starts; a caller's environment gets its value back afterwards)
+        set_here = ENV_QUIET_TASK_FAILURES not in os.environ
+        if set_here:
+            os.environ[ENV_QUIET_TASK_FAILURES] = "1"
         try:
             return super().invoke(ctx)
         except PyHudiError as e:
@@ -28,6 +31,9 @@ class _Cli(click.Group):
                 emit_json({"error": str(e), "type": type(e).__name__})
             click.echo(f"error: {e}", err=True)
             sys.exit(1)
+        finally:
+            if set_here:
+                os.environ.pop(ENV_QUIET_TASK_FAILURES, None)
 
 
 def _wants_json(ctx: click.Context) -> bool:

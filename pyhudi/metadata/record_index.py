@@ -124,7 +124,7 @@ def encode_locations(partitions: pa.Array, file_ids: pa.Array, instants_ms: pa.A
     return pa.array(values, pa.binary()).take(joined.column("__i"))
 
 
-def decode_locations(values: pa.Array, schema_json: str | None = None) -> pa.Table:
+def decode_locations(values: pa.Array | pa.ChunkedArray, schema_json: str | None = None) -> pa.Table:
     """(partition, file_id, instant_ms) of record-index cell values, decoding each distinct value once."""
     if len(values) == 0:
         return pa.table({"partition": pa.array([], pa.string()), "file_id": pa.array([], pa.string()),
@@ -167,7 +167,9 @@ def log_block_bytes(instant: str, keys: pa.Array, values: pa.Array, deleted: Seq
     return out
 
 
-def _location_table(found_keys: pa.Array, values: pa.Array, schema_json: str | None) -> pa.Table:
+def _location_table(
+    found_keys: pa.Array | pa.ChunkedArray, values: pa.Array | pa.ChunkedArray, schema_json: str | None
+) -> pa.Table:
     return pa.table([found_keys, *decode_locations(values, schema_json).columns], schema=LOCATION_SCHEMA)
 
 
@@ -257,8 +259,9 @@ class RecordIndexLookup:
         by_schema: dict[str | None, list[tuple[pa.Array, pa.Array]]] = {}
         for k, v, sj in raw:
             by_schema.setdefault(sj, []).append((k, v))
-        return pa.concat_tables(
-            _location_table(pa.concat_arrays([k for k, _ in kv]), pa.concat_arrays([v for _, v in kv]), sj)
+        return pa.concat_tables(  # chunked: the values of all groups may exceed one binary array's 2 GiB
+            _location_table(pa.chunked_array([k for k, _ in kv], pa.string()),
+                            pa.chunked_array([v for _, v in kv], pa.binary()), sj)
             for sj, kv in by_schema.items()
         )
 

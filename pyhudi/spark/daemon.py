@@ -5,17 +5,20 @@ tasks' hot paths use -- pyarrow, the HFile writer and reader with their compiled
 routing -- and only then hands over to PySpark's own daemon, so a new worker inherits them instead of loading
 the kernels on its first task (about 0.2 s per worker on a 2-core machine: a record-index lookup of 100k keys
 took 0.40-0.55 s in a fresh process against 0.21-0.30 s in a warm one). The warm-up is an optimisation only:
-if it fails the daemon starts anyway, and it writes nothing to stdout (PySpark reads the daemon's port there).
+if it fails the daemon starts anyway (the error goes to stderr, the executor's log), and it writes nothing to
+stdout (PySpark reads the daemon's port there). Set for local masters by :func:`pyhudi.spark.session.get_spark`.
 """
 
 from __future__ import annotations
 
-import contextlib
+import sys
+import traceback
 
 
 def warm_up() -> None:
     """Run the HFile writer and reader and the record-index routing once on a tiny in-memory file, so their
-    compiled kernels are loaded with the argument types the tasks use. Starts no threads (the daemon forks)."""
+    compiled kernels are loaded with the argument types the tasks use. Starts no Python threads (the daemon
+    forks; the HFile reader's block pool is not created)."""
     import pyarrow as pa
 
     from pyhudi.hfile import HFileReader, hfile_bytes
@@ -31,8 +34,10 @@ def warm_up() -> None:
 
 
 def main() -> None:
-    with contextlib.suppress(Exception):  # a worker loads the kernels itself when this fails
+    try:
         warm_up()
+    except Exception:  # a worker loads the kernels itself when this fails
+        traceback.print_exc(file=sys.stderr)
     from pyspark import daemon
 
     daemon.manager()

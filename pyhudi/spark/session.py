@@ -90,12 +90,14 @@ def get_spark(master: str | None = None, app_name: str = "pyhudi") -> SparkSessi
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
-        # Python workers fork from a daemon that has loaded pyhudi's compiled kernels (pyhudi/spark/daemon.py)
-        .config("spark.python.daemon.module", "pyhudi.spark.daemon")
     )
     if master.startswith("local"):
         builder = (
-            builder.config("spark.driver.host", LOOPBACK)
+            # Python workers fork from a daemon that has loaded pyhudi's compiled kernels (pyhudi/spark/daemon.py);
+            # local masters only: a cluster's executors may get pyhudi only as shipped files, which PySpark adds
+            # to the workers' path after the fork, so the daemon itself could not be imported there
+            builder.config("spark.python.daemon.module", "pyhudi.spark.daemon")
+            .config("spark.driver.host", LOOPBACK)
             .config("spark.driver.bindAddress", LOOPBACK)
             .config("spark.executorEnv.SPARK_LOCAL_IP", LOOPBACK)
         )
@@ -115,10 +117,14 @@ def quiet_task_failure_logs(spark: SparkSession) -> None:
     """Turn off Spark's own logging of failed tasks (:data:`TASK_FAILURE_LOGGERS`), for a caller that reports
     the error itself, as the ``pyhudi`` command does through :func:`pyhudi.spark.errors.task_errors`."""
     jvm = spark.sparkContext._jvm
-    assert jvm is not None
-    off = jvm.org.apache.logging.log4j.Level.OFF
-    for name in TASK_FAILURE_LOGGERS:
-        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(name, off)
+    if jvm is None:
+        return
+    try:
+        off = jvm.org.apache.logging.log4j.Level.OFF
+        for name in TASK_FAILURE_LOGGERS:
+            jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(name, off)
+    except Exception:  # a JVM logging through something else than log4j 2: the logs stay as they are
+        return
 
 
 def arrow_schema(df: DataFrame) -> pa.Schema:

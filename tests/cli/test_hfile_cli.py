@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -105,3 +106,15 @@ def test_console_script_bench_json() -> None:
     d = json.loads(out.strip().splitlines()[-1])
     assert set(d) >= {"entries", "write_s", "lookup_ms", "scan_entries_per_s", "file_bytes", "bytes_per_entry"}
     assert d["entries"] == 20000
+
+
+def test_the_command_leaves_the_callers_environment_as_it_was(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command quiets Spark's failed-task logs only for the sessions it starts itself."""
+    from pyhudi.spark.session import ENV_QUIET_TASK_FAILURES
+
+    monkeypatch.delenv(ENV_QUIET_TASK_FAILURES, raising=False)
+    assert run("hfile", "dump", str(GZ_20000), "--json")[0] == 0
+    assert ENV_QUIET_TASK_FAILURES not in os.environ
+    monkeypatch.setenv(ENV_QUIET_TASK_FAILURES, "0")
+    assert run("hfile", "dump", str(GZ_20000), "--json")[0] == 0
+    assert os.environ[ENV_QUIET_TASK_FAILURES] == "0"

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import sys
 from collections.abc import Iterator
 
@@ -11,30 +13,46 @@ import pytest
 
 from pyhudi.hfile import HFileReader, hfile_bytes
 from pyhudi.hfile import reader as hfile_reader
+
+_WARM_UP_PROBE = """
+import json, sys, threading
+import pyhudi.hfile.reader as r
+from pyhudi.hfile import _kernels as k
 from pyhudi.spark.daemon import warm_up
+before = (threading.active_count(), bool(k.lookup_block.signatures), bool(k.build_cells.signatures))
+warm_up()
+after = (threading.active_count(), bool(k.lookup_block.signatures), bool(k.build_cells.signatures))
+print(json.dumps({"before": before, "after": after, "pool": r._POOL is not None}), file=sys.stderr)
+"""
 
 
-def test_warm_up_loads_the_kernels_and_starts_no_threads(monkeypatch: pytest.MonkeyPatch) -> None:
-    from pyhudi.hfile import _kernels
-
-    monkeypatch.setattr(hfile_reader, "_POOL", None)
-    warm_up()
-    assert _kernels.lookup_block.signatures and _kernels.build_cells.signatures
-    assert hfile_reader._POOL is None  # the daemon forks: a pool's threads would not exist in the workers
+def test_warm_up_loads_the_kernels_quietly_without_threads() -> None:
+    """In a fresh interpreter, as in the daemon: kernels loaded afterwards, no Python thread or block pool
+    started (the daemon forks), nothing written to stdout (PySpark reads the daemon's port there)."""
+    r = subprocess.run([sys.executable, "-c", _WARM_UP_PROBE], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout == ""
+    got = json.loads(r.stderr.strip().splitlines()[-1])
+    assert got["before"][1:] == [False, False] and got["after"][1:] == [True, True]
+    assert got["after"][0] == got["before"][0] and not got["pool"]
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 def test_a_forked_child_starts_its_own_block_pool() -> None:
     keys = pa.array([f"k{i:06d}".encode() for i in range(20000)], pa.binary())
     data, _ = hfile_bytes(keys, keys, block_size=4096)
-    hfile_reader._pool()  # the parent's pool and its threads
+    parent_pool = hfile_reader._pool()
+    parent_pool.submit(lambda: None).result()  # a pool that has run work: its idle threads do not exist in a child
     pid = os.fork()
     if pid == 0:  # child: a multi-block read needs a pool of its own
         code = 1
         try:
+            import signal
+
+            signal.alarm(60)  # a child stuck on the parent's pool fails instead of hanging the test run
             with HFileReader.from_bytes(data) as r:
-                ok = r.num_blocks > 1 and r.read_all().num_rows == 20000 and hfile_reader._POOL is not None
-            code = 0 if ok else 2
+                ok = r.num_blocks > 1 and r.read_all().num_rows == 20000
+            code = 0 if ok and hfile_reader._POOL is not None and hfile_reader._POOL is not parent_pool else 2
         finally:
             os._exit(code)
     _, status = os.waitpid(pid, 0)
@@ -44,13 +62,18 @@ def test_a_forked_child_starts_its_own_block_pool() -> None:
 @pytest.mark.spark
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_tasks_run_in_workers_forked_from_the_pyhudi_daemon(spark) -> None:  # type: ignore[no-untyped-def]
-    def parent_cmdline(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        import os
+    if not spark.sparkContext.master.startswith("local"):
+        pytest.skip("the daemon is set for local masters")
 
+    def probe(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import os
+        import sys
+
+        warm = "pyhudi.hfile._kernels" in sys.modules and bool(sys.modules["pyhudi.hfile._kernels"].lookup_block.signatures)
         with open(f"/proc/{os.getppid()}/cmdline", "rb") as f:
             cmd = f.read().replace(b"\0", b" ").decode()
         for b in batches:
-            yield pa.record_batch([pa.array([cmd] * b.num_rows)], names=["cmd"])
+            yield pa.record_batch([pa.array([cmd] * b.num_rows), pa.array([warm] * b.num_rows)], names=["cmd", "warm"])
 
-    rows = spark.range(4).repartition(2).mapInArrow(parent_cmdline, "cmd string").collect()
-    assert rows and all("pyhudi.spark.daemon" in r.cmd for r in rows), rows[:1]
+    rows = spark.range(4).repartition(2).mapInArrow(probe, "cmd string, warm boolean").collect()
+    assert rows and all("pyhudi.spark.daemon" in r.cmd and r.warm for r in rows), rows[:1]
