@@ -174,6 +174,10 @@ def _location_table(
 
 
 # -- lookups -------------------------------------------------------------------------------------------------
+#: file groups looked up at once by one process (each also inflates its blocks in the HFile reader's threads)
+_GROUP_THREADS = 4
+
+
 @dataclass(frozen=True)
 class RecordIndexLookup:
     """Everything needed to look keys up in the record index, picklable into Spark tasks."""
@@ -359,10 +363,6 @@ def locate_all_task(lookup: RecordIndexLookup, schema: pa.Schema):
             yield from _located(lookup.lookup(pc.unique(pa.concat_arrays(got))), schema).to_batches()
 
     return run
-
-
-#: file groups looked up at once by one process (each also inflates its blocks in the HFile reader's threads)
-_GROUP_THREADS = 4
 
 
 def tag_records(records, lookup: RecordIndexLookup, key_col: str, loc_partition_col: str, loc_file_id_col: str,
