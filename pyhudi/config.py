@@ -33,11 +33,6 @@ BLOOM_INDEX_UPDATE_PARTITION_PATH = "hoodie.bloom.index.update.partition.path"
 BLOOM_INDEX_PRUNE_BY_RANGES = "hoodie.bloom.index.prune.by.ranges"
 BLOOM_INDEX_PARALLELISM = "hoodie.bloom.index.parallelism"
 RECORD_INDEX_UPDATE_PARTITION_PATH = "hoodie.record.index.update.partition.path"
-# a batch of at most this many records, against a record index of at most this many bytes on storage, looks its
-# keys up in a single Spark task (every file group read once, the groups in parallel threads: no routing shuffle,
-# one Python stage); a larger or uncounted one routes its keys to one task per file group (or a few)
-RECORD_INDEX_SINGLE_TASK_MAX_KEYS = "pyhudi.record.index.lookup.single.task.max.keys"
-RECORD_INDEX_SINGLE_TASK_MAX_BYTES = "pyhudi.record.index.lookup.single.task.max.bytes"
 # -- file sizing ------------------------------------------------------------------------------------------
 PARQUET_MAX_FILE_SIZE = "hoodie.parquet.max.file.size"
 PARQUET_SMALL_FILE_LIMIT = "hoodie.parquet.small.file.limit"
@@ -66,8 +61,6 @@ DEFAULTS: dict[str, str] = {
     BLOOM_INDEX_PRUNE_BY_RANGES: "true",
     BLOOM_INDEX_PARALLELISM: "0",
     RECORD_INDEX_UPDATE_PARTITION_PATH: "false",
-    RECORD_INDEX_SINGLE_TASK_MAX_KEYS: str(1_000_000),
-    RECORD_INDEX_SINGLE_TASK_MAX_BYTES: str(256 << 20),
     HIVE_STYLE_PARTITIONING: "false",
     URL_ENCODE_PARTITIONING: "false",
     COMBINE_BEFORE_INSERT: "false",

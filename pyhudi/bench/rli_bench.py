@@ -214,7 +214,7 @@ def tag_profile(spark: SparkSession, source: str, upsert_path: str, repeat: int)
             producer = PRODUCERS["upsert"](job)
             producer.uses_index = v != "none"
             prepared = producer.prepare(spark.read.parquet(upsert_path)).persist(StorageLevel.MEMORY_AND_DISK)
-            job.prepared_count = prepared.count()
+            prepared.count()
             job.prepared = prepared
             t0 = time.perf_counter()
             tagged = producer.tag(prepared).persist(StorageLevel.MEMORY_AND_DISK)

@@ -5,7 +5,11 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING
 
+import numpy as np
+import pyarrow as pa
+
 from pyhudi.errors import ConfigError
+from pyhudi.spark.partitioning import partition_keys
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -14,6 +18,36 @@ if TYPE_CHECKING:
 
 LOC_PARTITION_COL = "_hoodie_loc_partition"
 LOC_FILE_ID_COL = "_hoodie_loc_file_id"
+ROUTE_COL = "_hoodie_route"  # transient: the Spark partition key of a record routed for its index's tag
+
+
+class KeyRouting(ABC):
+    """How an index wants the incoming records partitioned for its tag: into ``partitions`` Spark partitions,
+    a record's chosen from its key. The write's prepare stage routes the records in the shuffle it already makes
+    (the combine of duplicate keys), so a tag task holds all the incoming keys of its part of the index."""
+
+    partitions: int
+
+    @abstractmethod
+    def partition_of(self, keys: pa.Array) -> np.ndarray:
+        """The partition (0 .. partitions-1) of every key."""
+
+    def route_column(self, keys: pa.Array) -> pa.Array:
+        """Values of :data:`ROUTE_COL` that ``repartition(partitions, ROUTE_COL)`` sends to
+        :meth:`partition_of` exactly."""
+        return pa.array(partition_keys(self.partitions)[self.partition_of(keys)], pa.int32())
+
+
+def route(records: DataFrame, routing: KeyRouting, key_col: str) -> DataFrame:
+    """Spark: ``records`` repartitioned as ``routing`` says (one shuffle; records a prepare stage did not route)."""
+    from pyspark.sql.types import IntegerType, StructField, StructType
+
+    def add_route(batches):
+        for b in batches:
+            yield b.append_column(ROUTE_COL, routing.route_column(b.column(key_col)))
+
+    schema = StructType([*records.schema.fields, StructField(ROUTE_COL, IntegerType())])
+    return records.mapInArrow(add_route, schema).repartition(routing.partitions, ROUTE_COL).drop(ROUTE_COL)
 
 
 class Index(ABC):
@@ -28,6 +62,10 @@ class Index(ABC):
 
     @abstractmethod
     def tag(self, job: WriteJob, records: DataFrame) -> DataFrame: ...
+
+    def routing(self, job: WriteJob) -> KeyRouting | None:
+        """How this index wants the write's prepared records partitioned (None: as Spark likes)."""
+        return None
 
 
 def index_for(index_type: str) -> Index:

@@ -1,19 +1,22 @@
 """RECORD_INDEX: tag incoming records from the metadata table's record index (global: a key is unique across
-partitions). Only the incoming keys are looked up, one sorted batch per record-index file group: in a single
-Spark task for a batch of at most ``pyhudi.record.index.lookup.single.task.max.keys`` keys against an index of
-at most ``pyhudi.record.index.lookup.single.task.max.bytes``, else routed to one task per file group (or a few);
-the locations found are joined back to the records. Without a record index yet, Hudi falls back to
-GLOBAL_SIMPLE; so do we."""
+partitions). The write's prepare stage routes the incoming records by record-index file group in the shuffle it
+already makes (combining duplicate keys), file group g to Spark partition g mod P with P = min(N file groups,
+the write's parallelism); each tag task then looks its keys up in one sorted batch per file group, so every
+block of the index is inflated once, and appends the locations to the records in place (nothing joined back).
+Without a record index yet, Hudi falls back to GLOBAL_SIMPLE; so do we."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from pyhudi import config as C
-from pyhudi.index.base import LOC_FILE_ID_COL, LOC_PARTITION_COL, Index
+import numpy as np
+import pyarrow as pa
+
+from pyhudi.index.base import LOC_FILE_ID_COL, LOC_PARTITION_COL, Index, KeyRouting, route
 from pyhudi.index.simple import SimpleIndex
 from pyhudi.metadata.reader import RECORD_INDEX, MetadataTableReader
-from pyhudi.metadata.record_index import RecordIndexLookup, tag_records
+from pyhudi.metadata.record_index import RecordIndexLookup, file_groups_of, tag_in_place
 from pyhudi.table.schema import RECORD_KEY_COL
 
 if TYPE_CHECKING:
@@ -25,19 +28,36 @@ if TYPE_CHECKING:
     from pyhudi.write.context import WriteJob
 
 
+@dataclass(frozen=True)
+class FileGroupRouting(KeyRouting):
+    """Records routed by record-index file group: group g to partition g mod ``partitions`` (Hudi tags one file
+    group per task; with fewer partitions than groups a task holds several, looked up in threads)."""
+
+    num_file_groups: int
+    partitions: int
+
+    def partition_of(self, keys: pa.Array) -> np.ndarray:
+        return file_groups_of(keys, self.num_file_groups) % self.partitions
+
+
 class RecordLevelIndex(Index):
     name = "RECORD_INDEX"
     is_global = True
+
+    def routing(self, job: WriteJob) -> FileGroupRouting | None:
+        lookup = job.record_index_lookup()
+        if lookup is None or not lookup.num_file_groups:
+            return None
+        return FileGroupRouting(lookup.num_file_groups, max(1, min(lookup.num_file_groups, job.parallelism)))
 
     def tag(self, job: WriteJob, records: DataFrame) -> DataFrame:
         lookup = job.record_index_lookup()
         if lookup is None:
             return SimpleIndex(is_global=True).tag(job, records)
-        max_keys = C.int_option(job.config.options, C.RECORD_INDEX_SINGLE_TASK_MAX_KEYS)
-        max_bytes = C.int_option(job.config.options, C.RECORD_INDEX_SINGLE_TASK_MAX_BYTES)
-        n = job.prepared_count if records is job.prepared else None
-        single = n is not None and n <= max_keys and lookup.file_bytes <= max_bytes
-        return tag_records(records, lookup, RECORD_KEY_COL, LOC_PARTITION_COL, LOC_FILE_ID_COL, job.parallelism, single)
+        routing = self.routing(job)
+        if routing is not None and not (records is job.prepared and job.routing == routing):
+            records = route(records, routing, RECORD_KEY_COL)
+        return tag_in_place(records, lookup, RECORD_KEY_COL, LOC_PARTITION_COL, LOC_FILE_ID_COL)
 
 
 def record_index_lookup(

@@ -331,65 +331,32 @@ def write_updates(spark, status_df, storage: Storage, mdt_path: str, instant: st
     return [r.asDict() for r in out.collect()]
 
 
-_KEY_COL = "__rli_key"
-
-
-def _located_schema(loc_partition_col: str, loc_file_id_col: str) -> pa.Schema:
-    return pa.schema([(_KEY_COL, pa.string()), (loc_partition_col, pa.string()), (loc_file_id_col, pa.string())])
-
-
-def _located(found: pa.Table, schema: pa.Schema) -> pa.Table:
-    return pa.Table.from_arrays([found.column("key"), found.column("partition"), found.column("file_id")], schema=schema)
-
-
-def locate_group_task(lookup: RecordIndexLookup, schema: pa.Schema):
-    """applyInArrow function over the keys routed to one record-index file group: the found ones with their
-    location, looked up in one sorted batch."""
-
-    def run(t: pa.Table) -> pa.Table:
-        fg = int(t.column(_FG_COL)[0].as_py())
-        return _located(lookup.lookup_group(fg, pc.unique(t.column(_KEY_COL).combine_chunks())), schema)
-
-    return run
-
-
-def locate_all_task(lookup: RecordIndexLookup, schema: pa.Schema):
-    """mapInArrow function for a single task holding every key: the found ones with their location, one
-    sorted batch per file group, the groups in parallel threads."""
+def tag_in_place(records, lookup: RecordIndexLookup, key_col: str, loc_partition_col: str, loc_file_id_col: str):
+    """Spark: the records with their current location (null: a new key), as Hudi's record index tags: each task
+    holds its partition's records, looks their distinct keys up in one sorted batch per file group (the groups
+    in threads) and appends the locations, so nothing is joined back. Correct however the records are
+    partitioned; fast when they are routed by file group (:class:`pyhudi.index.record.FileGroupRouting`), so
+    that each file group's blocks are inflated by one task only."""
+    from pyspark.sql.types import StringType, StructField, StructType
 
     def run(batches):
-        got = [b.column(0) for b in batches if b.num_rows]
-        if got:
-            yield from _located(lookup.lookup(pc.unique(pa.concat_arrays(got))), schema).to_batches()
+        held = [b for b in batches if b.num_rows]
+        if not held:
+            return
+        keys = pa.chunked_array([b.column(key_col) for b in held]).combine_chunks()
+        found = lookup.lookup(pc.unique(keys))
+        at = pc.index_in(keys, value_set=found.column("key").combine_chunks())
+        part = found.column("partition").combine_chunks().take(at)
+        fid = found.column("file_id").combine_chunks().take(at)
+        off = 0
+        for b in held:
+            m = b.num_rows
+            yield b.append_column(loc_partition_col, part.slice(off, m)).append_column(loc_file_id_col, fid.slice(off, m))
+            off += m
 
-    return run
-
-
-def tag_records(records, lookup: RecordIndexLookup, key_col: str, loc_partition_col: str, loc_file_id_col: str,
-                parallelism: int, single_task: bool = False):
-    """Spark: the records with their current location (null: a new key), as Hudi's record index tags: only the
-    keys go to the lookup (never the whole records through Python), in one task (``single_task``) or routed to
-    their record-index file group, looked up sorted, one batch per group; the found locations are joined back
-    to the records."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.pandas.types import from_arrow_schema
-
-    n = lookup.num_file_groups
-    located = _located_schema(loc_partition_col, loc_file_id_col)
-    keys = records.select(F.col(key_col).alias(_KEY_COL))
-    if single_task:
-        found = keys.coalesce(1).mapInArrow(locate_all_task(lookup, located), from_arrow_schema(located))
-    else:
-        routed = keys.mapInArrow(
-            add_file_group_task(_KEY_COL, n),
-            from_arrow_schema(pa.schema([(_KEY_COL, pa.string()), (_FG_COL, pa.int32())])),
-        )
-        found = (
-            routed.repartition(max(1, min(n, parallelism)), _FG_COL)
-            .groupBy(_FG_COL)
-            .applyInArrow(locate_group_task(lookup, located), from_arrow_schema(located))
-        )
-    return records.join(found, F.col(key_col) == F.col(_KEY_COL), "left").drop(_KEY_COL)
+    schema = StructType([*records.schema.fields, StructField(loc_partition_col, StringType()),
+                         StructField(loc_file_id_col, StringType())])
+    return records.mapInArrow(run, schema)
 
 
 def empty_base_hfile(name: str) -> bytes:

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
 
+    from pyhudi.index.base import KeyRouting
     from pyhudi.metadata.record_index import RecordIndexLookup
     from pyhudi.spark.progress import Progress
     from pyhudi.table.fsview import FileSystemView
@@ -36,8 +37,9 @@ class WriteJob:
     timings: dict[str, float] = field(default_factory=dict)
     progress: Progress | None = None
     prepared: DataFrame | None = None
-    prepared_count: int | None = None  # known when the write materialised its prepared records
+    routing: KeyRouting | None = None  # how the prepared records were partitioned for the index's tag
     _partitions: list[str] | None = None
+    _record_index: tuple[RecordIndexLookup | None] | None = None
 
     @property
     def parallelism(self) -> int:
@@ -58,12 +60,14 @@ class WriteJob:
             self.timings[stage] = self.timings.get(stage, 0.0) + time.perf_counter() - t0
 
     def record_index_lookup(self) -> RecordIndexLookup | None:
-        """The table's record index as of this write's timeline (None: not built)."""
+        """The table's record index as of this write's timeline (None: not built); opened once per write."""
         from pyhudi.index.record import record_index_lookup
         from pyhudi.table.properties import METAFOLDER, read_table_config
 
-        cfg = read_table_config(self.storage, f"{self.base_path}/{METAFOLDER}")
-        return record_index_lookup(self.storage, self.base_path, self.timeline, cfg)
+        if self._record_index is None:
+            cfg = read_table_config(self.storage, f"{self.base_path}/{METAFOLDER}")
+            self._record_index = (record_index_lookup(self.storage, self.base_path, self.timeline, cfg),)
+        return self._record_index[0]
 
     def incoming_partitions(self) -> list[str]:
         """Distinct partition paths of the prepared records (computed once)."""

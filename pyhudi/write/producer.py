@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pyhudi.errors import InvalidInputError
-from pyhudi.index.base import LOC_FILE_ID_COL, LOC_PARTITION_COL, index_for
+from pyhudi.index.base import LOC_FILE_ID_COL, LOC_PARTITION_COL, ROUTE_COL, KeyRouting, index_for
 from pyhudi.io import bloom as bloom_mod
 from pyhudi.io.storage import Storage
 from pyhudi.spark.errors import task_errors
@@ -80,8 +80,9 @@ class WriteResult:
         }
 
 
-def prepare_task(keygen: KeyGenerator, delete_all: bool, data_cols: list[str]):
-    """mapInArrow function: compute record key, partition path and the per-record operation."""
+def prepare_task(keygen: KeyGenerator, delete_all: bool, data_cols: list[str], routing: KeyRouting | None = None):
+    """mapInArrow function: compute record key, partition path and the per-record operation (and, for an index
+    that routes records to its tag tasks, :data:`ROUTE_COL`)."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for b in batches:
@@ -96,9 +97,12 @@ def prepare_task(keygen: KeyGenerator, delete_all: bool, data_cols: list[str]):
             else:
                 ops = pa.array([OP_UPSERT] * n, pa.string())
             cols = [b.column(c) for c in data_cols]
-            yield pa.RecordBatch.from_arrays(
-                [*cols, keys, parts, ops], names=[*data_cols, RECORD_KEY_COL, PARTITION_PATH_COL, OP_COL]
-            )
+            names = [*data_cols, RECORD_KEY_COL, PARTITION_PATH_COL, OP_COL]
+            if routing is None:
+                yield pa.RecordBatch.from_arrays([*cols, keys, parts, ops], names=names)
+            else:
+                yield pa.RecordBatch.from_arrays([*cols, keys, parts, ops, routing.route_column(keys)],
+                                                 names=[*names, ROUTE_COL])
 
     return run
 
@@ -138,7 +142,7 @@ class WriteProducer:
                 looks_up = self.uses_index and bool(job.view.latest_base_files())
                 if looks_up:  # materialised here so that the tag timing measures the index lookup alone
                     prepared = prepared.persist(_storage_level())
-                    job.prepared_count = prepared.count()
+                    prepared.count()
                 job.prepared = prepared
             with job.timed("tag"):
                 # tagged records feed both the planning counts and the write: compute them once
@@ -164,18 +168,23 @@ class WriteProducer:
         cfg, job = self.cfg, self.job
         data_cols = self.validate_columns(df.columns)
         keygen = KeyGenerator.from_options(cfg.options)
+        routing = self.routing()
         out_schema = pa.schema(
             [*[job.data_schema.field(c) if c in job.data_schema.names else _arrow_field(df, c) for c in data_cols],
              pa.field(RECORD_KEY_COL, pa.string()), pa.field(PARTITION_PATH_COL, pa.string()),
-             pa.field(OP_COL, pa.string())]
+             pa.field(OP_COL, pa.string()), *([pa.field(ROUTE_COL, pa.int32())] if routing else [])]
         )
         prepared = df.select(*data_cols).mapInArrow(
-            prepare_task(keygen, self.delete_all, data_cols), from_arrow_schema(out_schema)
+            prepare_task(keygen, self.delete_all, data_cols, routing), from_arrow_schema(out_schema)
         )
+        if routing is not None:
+            prepared = prepared.repartition(routing.partitions, ROUTE_COL)
         if getattr(cfg, self.combine_option):
             order = [F.col(f).desc_nulls_first() for f in cfg.ordering_fields] if not self.delete_all else []
             # one record per HoodieKey (key + partition path); per record key only with a global index
             by = [RECORD_KEY_COL] if cfg.is_global_index else [RECORD_KEY_COL, PARTITION_PATH_COL]
+            if routing is not None:  # a function of the key: the routed partitions already hold all of a key's records
+                by = [ROUTE_COL, *by]
             w = Window.partitionBy(*by).orderBy(*order, F.col("__seq").desc())
             prepared = (
                 prepared.withColumn("__seq", F.monotonically_increasing_id())
@@ -183,7 +192,16 @@ class WriteProducer:
                 .filter(F.col("__rn") == 1)
                 .drop("__rn", "__seq")
             )
+        if routing is not None:
+            prepared = prepared.drop(ROUTE_COL)
+        job.routing = routing
         return prepared
+
+    def routing(self) -> KeyRouting | None:
+        """How the index wants this write's records partitioned for its tag (None: no lookup, or no wish)."""
+        if not self.uses_index or not self.job.view.latest_base_files():
+            return None
+        return index_for(self.cfg.index_type).routing(self.job)
 
     def validate_columns(self, columns: list[str]) -> list[str]:
         """The input's data columns; InvalidInputError naming a record key, partition or ordering column the

@@ -28,7 +28,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from pyhudi.config import RECORD_INDEX_SINGLE_TASK_MAX_KEYS
+from pyhudi.config import UPSERT_PARALLELISM
 from pyhudi.errors import InvalidInputError
 from pyhudi.metadata.validate import validate_table
 from pyhudi.metadata.writer import MetadataWriter
@@ -246,8 +246,8 @@ def test_record_index_workload_with_crashes(  # type: ignore[no-untyped-def]
 
     def write(op: str, batch: list[dict[str, Any]], combine: bool, **extra: str) -> str:
         o = {**opts, **extra, **({"hoodie.combine.before.insert": "true"} if combine else {})}
-        if step % 2:  # odd steps route the keys to one lookup task per file group, even ones use a single task
-            o[RECORD_INDEX_SINGLE_TASK_MAX_KEYS] = "0"
+        if step % 2:  # odd steps route every record-index file group to one tag task, even ones spread them
+            o[UPSERT_PARALLELISM] = "1"
         df = spark.createDataFrame(pa.Table.from_pylist(batch, schema=SCHEMA))
         return Table.open(base).write(df, op, o).instant
 

@@ -1,0 +1,53 @@
+"""Choosing the Spark partition of a row from Python: values that ``DataFrame.repartition(n, col)`` sends to a
+given partition.
+
+Spark's hash partitioning puts a row with an ``int`` key ``v`` in partition ``pmod(murmur3_32(v, seed 42), n)``
+(``HashPartitioning``, the same hash as ``F.hash``). A task that computes, per row, the partition it wants and
+writes :func:`partition_keys` ``(n)[p]`` into an int column makes ``repartition(n, that column)`` a
+pass-through (as Hudi's ``PartitionIdPassthrough``): rows land exactly where the task put them, with no hash
+collisions piling several groups into one partition.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+_M32 = 0xFFFFFFFF
+_SEED = 42  # HashPartitioning's (and F.hash's) Murmur3 seed
+
+
+def _rotl32(x: int, r: int) -> int:
+    return ((x << r) | (x >> (32 - r))) & _M32
+
+
+def spark_hash_int(v: int, seed: int = _SEED) -> int:
+    """Spark's ``Murmur3_x86_32.hashInt(v, seed)`` (a signed 32-bit int), i.e. ``F.hash`` of an int column."""
+    k1 = _rotl32((v & _M32) * 0xCC9E2D51 & _M32, 15) * 0x1B873593 & _M32
+    h1 = (_rotl32(seed ^ k1, 13) * 5 + 0xE6546B64) & _M32
+    h1 ^= 4  # the input's length in bytes
+    h1 ^= h1 >> 16
+    h1 = h1 * 0x85EBCA6B & _M32
+    h1 ^= h1 >> 13
+    h1 = h1 * 0xC2B2AE35 & _M32
+    h1 ^= h1 >> 16
+    return h1 - (1 << 32) if h1 & 0x80000000 else h1
+
+
+@lru_cache(maxsize=64)
+def partition_keys(n: int) -> np.ndarray:
+    """``keys[p]``, for p in 0..n-1: the smallest non-negative int that Spark's hash partitioning into ``n``
+    partitions sends to partition ``p``."""
+    if n < 1:
+        raise ValueError(f"partition count must be positive, got {n}")
+    keys = np.full(n, -1, np.int32)
+    left, v = n, 0
+    while left:
+        p = spark_hash_int(v) % n  # Python's % of a positive n is Spark's pmod
+        if keys[p] < 0:
+            keys[p] = v
+            left -= 1
+        v += 1
+    keys.setflags(write=False)
+    return keys

@@ -1,0 +1,95 @@
+"""RECORD_INDEX tagging: the prepare stage routes records by record-index file group, each tag task holds whole
+file groups, and tagging in place is right however the records arrive."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from pyhudi import config as C
+from pyhudi.index.base import LOC_FILE_ID_COL, LOC_PARTITION_COL, route
+from pyhudi.index.record import FileGroupRouting, RecordLevelIndex
+from pyhudi.metadata.record_index import file_groups_of
+from pyhudi.table.schema import RECORD_KEY_COL
+from pyhudi.table.table import Table
+from pyhudi.write.context import WriteJob
+from pyhudi.write.producer import PRODUCERS
+
+SCHEMA = pa.schema([("id", pa.string()), ("dt", pa.string()), ("ts", pa.int64()), ("v", pa.int64())])
+OPTS = {
+    "hoodie.datasource.write.recordkey.field": "id",
+    "hoodie.datasource.write.partitionpath.field": "dt",
+    "hoodie.datasource.write.precombine.field": "ts",
+    "hoodie.index.type": "RECORD_INDEX",
+    "hoodie.metadata.record.index.min.filegroup.count": "5",
+}
+
+
+def rows(lo: int, hi: int, ts: int) -> pa.Table:
+    ids = [f"key-{i:05d}" for i in range(lo, hi)]
+    return pa.table({"id": ids, "dt": [f"2024/01/{1 + i % 3:02d}" for i in range(lo, hi)],
+                     "ts": [ts] * len(ids), "v": list(range(lo, hi))}, schema=SCHEMA)
+
+
+@pytest.fixture(scope="module")
+def table(spark, tmp_path_factory: pytest.TempPathFactory) -> Table:  # type: ignore[no-untyped-def]
+    base = str(Path(tmp_path_factory.mktemp("rli_tag")) / "t")
+    t = Table.create(base, SCHEMA, OPTS)
+    t.write(spark.createDataFrame(rows(0, 400, 1)), "bulk_insert", OPTS)
+    return Table.open(base)
+
+
+def upsert_job(spark, table: Table, extra: dict[str, str]) -> tuple[WriteJob, object]:  # type: ignore[no-untyped-def]
+    opts = table._write_options({**OPTS, **extra})
+    opts[C.OPERATION] = "upsert"
+    tl = table.timeline()
+    job = WriteJob(spark=spark, storage=table.storage, base_path=table.base_path, table_name=table.name,
+                   config=C.WriteConfig.from_options(opts), instant="(not written)", timeline=tl,
+                   view=table.view(tl), data_schema=table.schema())
+    return job, PRODUCERS["upsert"](job)
+
+
+@pytest.mark.parametrize("combine", ["true", "false"])
+@pytest.mark.parametrize("parallelism", ["1", "2", "3", "8"])
+def test_prepare_routes_whole_file_groups(spark, table: Table, combine: str, parallelism: str) -> None:  # type: ignore[no-untyped-def]
+    from pyspark.sql import functions as F
+
+    job, producer = upsert_job(spark, table, {C.UPSERT_PARALLELISM: parallelism,
+                                              "hoodie.combine.before.upsert": combine})
+    batch = pa.concat_tables([rows(300, 500, 2), rows(350, 360, 3)])  # updates, inserts, in-batch duplicates
+    prepared = producer.prepare(spark.createDataFrame(batch))
+    n = job.record_index_lookup().num_file_groups
+    assert n == 5
+    p = min(n, int(parallelism))
+    assert job.routing == FileGroupRouting(n, p)
+    assert prepared.rdd.getNumPartitions() == p
+    got = prepared.select(RECORD_KEY_COL, F.spark_partition_id().alias("pid")).toArrow()
+    fgs = file_groups_of(got.column(RECORD_KEY_COL), n)
+    assert (fgs % p == got.column("pid").to_numpy()).all()
+    assert got.num_rows == (200 if combine == "true" else 210)
+
+
+def test_tag_in_place_whatever_the_partitioning(spark, table: Table) -> None:  # type: ignore[no-untyped-def]
+    from pyspark.sql import functions as F
+
+    job, producer = upsert_job(spark, table, {})
+    prepared = producer.prepare(spark.createDataFrame(rows(300, 500, 2)))
+    job.prepared = prepared
+    index = RecordLevelIndex()
+    stored = {r["_hoodie_record_key"]: (r["_hoodie_partition_path"], r["_hoodie_file_name"].split("_")[0])
+              for r in table.read().toArrow().to_pylist()}
+
+    def tagged(df) -> dict[str, tuple[str | None, str | None]]:  # type: ignore[no-untyped-def]
+        t = df.select(RECORD_KEY_COL, LOC_PARTITION_COL, LOC_FILE_ID_COL).toArrow()
+        return {k: (p, f) for k, p, f in zip(*(t.column(i).to_pylist() for i in range(3)), strict=True)}
+
+    want = {f"key-{i:05d}": stored.get(f"key-{i:05d}", (None, None)) for i in range(300, 500)}
+    assert sum(v != (None, None) for v in want.values()) == 100
+    assert tagged(index.tag(job, prepared)) == want  # routed by prepare
+    scattered = prepared.repartition(7, F.rand(seed=1))  # every task holds keys of every file group
+    assert tagged(index.tag(job, scattered)) == want  # not the prepared records: routed again first
+    routing = index.routing(job)
+    assert routing is not None
+    assert route(scattered, routing, RECORD_KEY_COL).rdd.getNumPartitions() == routing.partitions

@@ -1,0 +1,35 @@
+"""The partition pass-through: ints whose Spark hash partitioning lands each row where the task chose."""
+
+from __future__ import annotations
+
+import pytest
+
+from pyhudi.spark.partitioning import partition_keys, spark_hash_int
+
+
+def test_hash_is_sparks(spark) -> None:  # type: ignore[no-untyped-def]
+    from pyspark.sql import functions as F
+
+    values = [*range(-300, 300), 2**31 - 1, -(2**31), 123456789, -987654321]
+    df = spark.createDataFrame([(v,) for v in values], "v int").select("v", F.hash("v").alias("h"))
+    got = {r.v: r.h for r in df.collect()}
+    assert {v: spark_hash_int(v) for v in values} == got
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 10, 37])
+def test_rows_land_in_the_chosen_partition(spark, n: int) -> None:  # type: ignore[no-untyped-def]
+    from pyspark.sql import functions as F
+
+    keys = partition_keys(n)
+    rows = [(int(keys[p]), p) for p in range(n) for _ in range(3)]
+    df = spark.createDataFrame(rows, "k int, want int").repartition(n, "k")
+    got = df.select("want", F.spark_partition_id().alias("pid")).collect()
+    assert len(got) == 3 * n
+    assert all(r.want == r.pid for r in got)
+
+
+def test_keys_are_distinct_and_small() -> None:
+    keys = partition_keys(1000)
+    assert len(set(keys.tolist())) == 1000 and keys.min() >= 0
+    with pytest.raises(ValueError, match="positive"):
+        partition_keys(0)
