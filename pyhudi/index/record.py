@@ -16,7 +16,13 @@ import pyarrow as pa
 from pyhudi.index.base import LOC_FILE_ID_COL, LOC_PARTITION_COL, Index, KeyRouting, route
 from pyhudi.index.simple import SimpleIndex
 from pyhudi.metadata.reader import RECORD_INDEX, MetadataTableReader
-from pyhudi.metadata.record_index import RecordIndexLookup, file_groups_of, tag_in_place
+from pyhudi.metadata.record_index import (
+    RecordIndexLookup,
+    file_group_partitions,
+    file_group_tasks,
+    file_groups_of,
+    tag_in_place,
+)
 from pyhudi.table.schema import RECORD_KEY_COL
 
 if TYPE_CHECKING:
@@ -37,7 +43,7 @@ class FileGroupRouting(KeyRouting):
     partitions: int
 
     def partition_of(self, keys: pa.Array) -> np.ndarray:
-        return file_groups_of(keys, self.num_file_groups) % self.partitions
+        return file_group_partitions(file_groups_of(keys, self.num_file_groups), self.partitions)
 
 
 class RecordLevelIndex(Index):
@@ -48,7 +54,8 @@ class RecordLevelIndex(Index):
         lookup = job.record_index_lookup()
         if lookup is None or not lookup.num_file_groups:
             return None
-        return FileGroupRouting(lookup.num_file_groups, max(1, min(lookup.num_file_groups, job.parallelism)))
+        n = lookup.num_file_groups
+        return FileGroupRouting(n, file_group_tasks(n, job.parallelism))
 
     def tag(self, job: WriteJob, records: DataFrame) -> DataFrame:
         lookup = job.record_index_lookup()

@@ -35,6 +35,7 @@ from pyhudi.metadata.records import (
     record_index_record,
     writer_schema_json,
 )
+from pyhudi.spark.partitioning import partition_keys
 from pyhudi.table.timeline import parse_instant_time
 
 MIN_FILE_GROUPS = "hoodie.metadata.record.index.min.filegroup.count"
@@ -272,16 +273,46 @@ class RecordIndexLookup:
 
 # -- Spark jobs ----------------------------------------------------------------------------------------------
 _FG_COL = "__rli_fg"
+_ROUTE_COL = "__rli_route"
 
 
-def add_file_group_task(key_col: str, n: int):
-    """mapInArrow function appending the record-index file group of ``key_col`` to every batch."""
+def file_group_tasks(n: int, parallelism: int) -> int:
+    """How many Spark tasks share the ``n`` record-index file groups of a job of ``parallelism``."""
+    return max(1, min(n, parallelism))
+
+
+def file_group_partitions(fgs: np.ndarray, partitions: int) -> np.ndarray:
+    """The Spark partition of every record-index file group when ``partitions`` tasks share them: g mod
+    ``partitions`` (Hudi gives each file group a task of its own; here a task may hold several)."""
+    return fgs % partitions
+
+
+def _with_file_group(b: pa.RecordBatch, fgs: np.ndarray, partitions: int) -> pa.RecordBatch:
+    """``b`` with the file group of each row and the route that sends it to its partition (see
+    :func:`by_file_group`)."""
+    route = partition_keys(partitions)[file_group_partitions(fgs, partitions)]
+    return b.append_column(_FG_COL, pa.array(fgs, pa.int32())).append_column(_ROUTE_COL, pa.array(route, pa.int32()))
+
+
+def add_file_group_task(key_col: str, n: int, partitions: int):
+    """mapInArrow function appending the record-index file group of ``key_col`` (and its route) to every batch."""
 
     def run(batches):
         for b in batches:
-            yield b.append_column(_FG_COL, pa.array(file_groups_of(b.column(key_col), n), pa.int32()))
+            yield _with_file_group(b, file_groups_of(b.column(key_col), n), partitions)
 
     return run
+
+
+def by_file_group(rows, partitions: int, fn, schema: pa.Schema):
+    """Spark: ``fn`` applied to the rows of each record-index file group (rows made by :func:`_with_file_group`),
+    the groups spread evenly over ``partitions`` tasks (a hash of the file group number alone would pile several
+    groups into one task)."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return rows.repartition(partitions, _ROUTE_COL).groupBy(_ROUTE_COL, _FG_COL).applyInArrow(
+        fn, from_arrow_schema(schema)
+    )
 
 
 STAT_SCHEMA = pa.schema([("rel", pa.string()), ("file_id", pa.string()), ("size", pa.int64()), ("n", pa.int64())])
@@ -301,8 +332,10 @@ def write_updates(spark, status_df, storage: Storage, mdt_path: str, instant: st
         .select(F.lit(None).cast("string").alias("partition"), F.lit(None).cast("string").alias("file_id"), "key")
     )
     rows = ins.unionByName(dels)
-    in_schema = pa.schema([("partition", pa.string()), ("file_id", pa.string()), ("key", pa.string()), (_FG_COL, pa.int32())])
-    with_fg = rows.mapInArrow(add_file_group_task("key", n), from_arrow_schema(in_schema))
+    tasks = file_group_tasks(n, parallelism)
+    in_schema = pa.schema([("partition", pa.string()), ("file_id", pa.string()), ("key", pa.string()),
+                           (_FG_COL, pa.int32()), (_ROUTE_COL, pa.int32())])
+    with_fg = rows.mapInArrow(add_file_group_task("key", n, tasks), from_arrow_schema(in_schema))
     t_ms = parse_instant_time(instant)
 
     def write_group(t: pa.Table) -> pa.Table:
@@ -325,9 +358,7 @@ def write_updates(spark, status_df, storage: Storage, mdt_path: str, instant: st
         storage.write_bytes(posixpath.join(mdt_path, rel), data)
         return pa.table({"rel": [rel], "file_id": [fid], "size": [len(data)], "n": [t.num_rows]}, schema=STAT_SCHEMA)
 
-    out = with_fg.repartition(max(1, min(n, parallelism)), _FG_COL).groupBy(_FG_COL).applyInArrow(
-        write_group, from_arrow_schema(STAT_SCHEMA)
-    )
+    out = by_file_group(with_fg, tasks, write_group, STAT_SCHEMA)
     return [r.asDict() for r in out.collect()]
 
 
@@ -397,8 +428,9 @@ def build_base_files(spark, files: list[tuple[str, str, str]], storage: Storage,
     from pyhudi.table.schema import COMMIT_TIME_COL, RECORD_KEY_COL
     from pyhudi.write.executor import task_ids
 
+    tasks = file_group_tasks(n, parallelism)
     key_schema = pa.schema([("key", pa.string()), ("partition", pa.string()), ("file_id", pa.string()),
-                            ("instant_ms", pa.int64()), (_FG_COL, pa.int32())])
+                            ("instant_ms", pa.int64()), (_FG_COL, pa.int32()), (_ROUTE_COL, pa.int32())])
 
     def read_keys(batches):
         for b in batches:
@@ -409,11 +441,9 @@ def build_base_files(spark, files: list[tuple[str, str, str]], storage: Storage,
                 uniq = t.column(COMMIT_TIME_COL).combine_chunks().unique()
                 ms = pa.array(times, pa.int64()).take(pc.index_in(t.column(COMMIT_TIME_COL).combine_chunks(), value_set=uniq))
                 m = len(keys)
-                yield pa.record_batch(
-                    [keys, pa.array([part] * m, pa.string()), pa.array([fid] * m, pa.string()), ms,
-                     pa.array(file_groups_of(keys, n), pa.int32())],
-                    schema=key_schema,
-                )
+                b = pa.record_batch([keys, pa.array([part] * m, pa.string()), pa.array([fid] * m, pa.string()), ms],
+                                    names=key_schema.names[:4])
+                yield _with_file_group(b, file_groups_of(keys, n), tasks)
 
     def write_group(t: pa.Table) -> pa.Table:
         fg = int(t.column(_FG_COL)[0].as_py())
@@ -430,10 +460,7 @@ def build_base_files(spark, files: list[tuple[str, str, str]], storage: Storage,
         return []
     src = spark.createDataFrame(files, "partition string, file_id string, path string")
     keys = src.repartition(max(1, min(len(files), parallelism))).mapInArrow(read_keys, from_arrow_schema(key_schema))
-    out = keys.repartition(max(1, min(n, parallelism)), _FG_COL).groupBy(_FG_COL).applyInArrow(
-        write_group, from_arrow_schema(STAT_SCHEMA)
-    )
-    return [r.asDict() for r in out.collect()]
+    return [r.asDict() for r in by_file_group(keys, tasks, write_group, STAT_SCHEMA).collect()]
 
 
 # -- compaction ----------------------------------------------------------------------------------------------

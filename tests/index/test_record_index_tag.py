@@ -93,3 +93,38 @@ def test_tag_in_place_whatever_the_partitioning(spark, table: Table) -> None:  #
     routing = index.routing(job)
     assert routing is not None
     assert route(scattered, routing, RECORD_KEY_COL).rdd.getNumPartitions() == routing.partitions
+
+
+def task_of_each_file_group(base: str, instant: str | None) -> dict[int, int]:
+    """record-index file group -> the Spark task (partition id of the write token) that wrote its log file for
+    ``instant`` (None: its base HFile)."""
+    from pyhudi.table.filenames import LogFileName, WriteToken, parse_data_file_name
+
+    out = {}
+    for f in (Path(base) / ".hoodie" / "metadata" / "record_index").iterdir():
+        name = parse_data_file_name(f.name)
+        is_log = isinstance(name, LogFileName)
+        if name is not None and (name.instant == instant if instant else not is_log and name.extension == "hfile"):
+            assert name.write_token is not None
+            out[int(name.file_id.split("-")[2])] = WriteToken.parse(name.write_token).partition_id
+    return out
+
+
+def test_index_build_and_updates_spread_file_groups_evenly(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Each record-index file group is written by task g mod min(N, parallelism) (local[2]: 2 tasks), not by
+    a hash of g, which piles several groups into one task."""
+    with_index = str(tmp_path / "with_index")
+    Table.create(with_index, SCHEMA, OPTS)
+    Table.open(with_index).write(spark.createDataFrame(rows(0, 400, 1)), "bulk_insert", OPTS)
+    commit = Table.open(with_index).timeline().completed_commits().last()
+    assert commit is not None
+    logs = task_of_each_file_group(with_index, commit.requested_time)  # the commit's record-index log blocks
+    assert sorted(logs) == [0, 1, 2, 3, 4] and all(p == g % 2 for g, p in logs.items()), logs
+
+    plain = {**OPTS, "hoodie.index.type": "SIMPLE", "hoodie.metadata.record.index.enable": "false"}
+    built = str(tmp_path / "built")
+    Table.create(built, SCHEMA, plain)
+    Table.open(built).write(spark.createDataFrame(rows(0, 400, 1)), "bulk_insert", plain)
+    assert Table.open(built).build_record_index(num_file_groups=6) == 6
+    base_files = task_of_each_file_group(built, None)
+    assert sorted(base_files) == [0, 1, 2, 3, 4, 5] and all(p == g % 2 for g, p in base_files.items()), base_files
