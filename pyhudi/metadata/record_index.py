@@ -374,7 +374,7 @@ def tag_in_place(records, lookup: RecordIndexLookup, key_col: str, loc_partition
         held = [b for b in batches if b.num_rows]
         if not held:
             return
-        keys = pa.chunked_array([b.column(key_col) for b in held]).combine_chunks()
+        keys = pa.chunked_array([b.column(key_col) for b in held])  # chunked: a task's keys may pass 2 GiB
         found = lookup.lookup(pc.unique(keys))
         at = pc.index_in(keys, value_set=found.column("key").combine_chunks())
         part = found.column("partition").combine_chunks().take(at)
@@ -382,7 +382,9 @@ def tag_in_place(records, lookup: RecordIndexLookup, key_col: str, loc_partition
         off = 0
         for b in held:
             m = b.num_rows
-            yield b.append_column(loc_partition_col, part.slice(off, m)).append_column(loc_file_id_col, fid.slice(off, m))
+            yield b.append_column(loc_partition_col, part.slice(off, m).combine_chunks()).append_column(
+                loc_file_id_col, fid.slice(off, m).combine_chunks()
+            )
             off += m
 
     schema = StructType([*records.schema.fields, StructField(loc_partition_col, StringType()),

@@ -177,21 +177,19 @@ class WriteProducer:
         prepared = df.select(*data_cols).mapInArrow(
             prepare_task(keygen, self.delete_all, data_cols, routing), from_arrow_schema(out_schema)
         )
+        combine = getattr(cfg, self.combine_option)
+        if combine:  # the input order, for ties between duplicates: numbered before any shuffle reorders rows
+            prepared = prepared.withColumn("__seq", F.monotonically_increasing_id())
         if routing is not None:
             prepared = prepared.repartition(routing.partitions, ROUTE_COL)
-        if getattr(cfg, self.combine_option):
+        if combine:
             order = [F.col(f).desc_nulls_first() for f in cfg.ordering_fields] if not self.delete_all else []
             # one record per HoodieKey (key + partition path); per record key only with a global index
             by = [RECORD_KEY_COL] if cfg.is_global_index else [RECORD_KEY_COL, PARTITION_PATH_COL]
             if routing is not None:  # a function of the key: the routed partitions already hold all of a key's records
                 by = [ROUTE_COL, *by]
             w = Window.partitionBy(*by).orderBy(*order, F.col("__seq").desc())
-            prepared = (
-                prepared.withColumn("__seq", F.monotonically_increasing_id())
-                .withColumn("__rn", F.row_number().over(w))
-                .filter(F.col("__rn") == 1)
-                .drop("__rn", "__seq")
-            )
+            prepared = prepared.withColumn("__rn", F.row_number().over(w)).filter(F.col("__rn") == 1).drop("__rn", "__seq")
         if routing is not None:
             prepared = prepared.drop(ROUTE_COL)
         job.routing = routing
@@ -609,7 +607,9 @@ class InsertOverwriteProducer(WriteProducer):
 
         job = self.job
         overwritten = job.incoming_partitions()
-        tagged = index_for(self.cfg.index_type).tag(job, prepared)
+        # only what the check reads: the index need not carry (or route) the whole records
+        keys = prepared.select(RECORD_KEY_COL, PARTITION_PATH_COL, OP_COL)
+        tagged = index_for(self.cfg.index_type).tag(job, keys)
         clash = tagged.filter(F.col(LOC_FILE_ID_COL).isNotNull() & ~F.col(LOC_PARTITION_COL).isin(overwritten))
         rows = clash.select(RECORD_KEY_COL, LOC_PARTITION_COL, PARTITION_PATH_COL).limit(limit).collect()
         if rows:

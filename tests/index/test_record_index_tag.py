@@ -17,6 +17,8 @@ from pyhudi.table.table import Table
 from pyhudi.write.context import WriteJob
 from pyhudi.write.producer import PRODUCERS
 
+pytestmark = pytest.mark.spark
+
 SCHEMA = pa.schema([("id", pa.string()), ("dt", pa.string()), ("ts", pa.int64()), ("v", pa.int64())])
 OPTS = {
     "hoodie.datasource.write.recordkey.field": "id",
@@ -71,6 +73,17 @@ def test_prepare_routes_whole_file_groups(spark, table: Table, combine: str, par
     assert got.num_rows == (200 if combine == "true" else 210)
 
 
+def test_routed_combine_keeps_the_later_of_tied_duplicates(spark, table: Table) -> None:  # type: ignore[no-untyped-def]
+    job, producer = upsert_job(spark, table, {C.UPSERT_PARALLELISM: "2"})
+    later = rows(350, 360, 2).set_column(3, "v", pa.array(range(1350, 1360), pa.int64()))
+    batch = pa.concat_tables([rows(300, 500, 2), later])  # same ordering value: the batch's later record wins
+    prepared = producer.prepare(spark.createDataFrame(batch))
+    assert job.routing is not None
+    got = {r["id"]: r["v"] for r in prepared.select("id", "v").toArrow().to_pylist()}
+    assert len(got) == 200
+    assert all(got[f"key-{i:05d}"] == 1000 + i for i in range(350, 360))
+
+
 def test_tag_in_place_whatever_the_partitioning(spark, table: Table) -> None:  # type: ignore[no-untyped-def]
     from pyspark.sql import functions as F
 
@@ -87,9 +100,16 @@ def test_tag_in_place_whatever_the_partitioning(spark, table: Table) -> None:  #
 
     want = {f"key-{i:05d}": stored.get(f"key-{i:05d}", (None, None)) for i in range(300, 500)}
     assert sum(v != (None, None) for v in want.values()) == 100
-    assert tagged(index.tag(job, prepared)) == want  # routed by prepare
+    import pyhudi.index.record as record_mod
+
+    def no_route(*_: object) -> None:
+        raise AssertionError("records the prepare stage routed were routed again")
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(record_mod, "route", no_route)
+        assert tagged(index.tag(job, prepared)) == want  # routed by prepare: tagged where they are
     scattered = prepared.repartition(7, F.rand(seed=1))  # every task holds keys of every file group
-    assert tagged(index.tag(job, scattered)) == want  # not the prepared records: routed again first
+    assert tagged(index.tag(job, scattered)) == want  # not the prepared records: routed first
     routing = index.routing(job)
     assert routing is not None
     assert route(scattered, routing, RECORD_KEY_COL).rdd.getNumPartitions() == routing.partitions
@@ -111,15 +131,16 @@ def task_of_each_file_group(base: str, instant: str | None) -> dict[int, int]:
 
 
 def test_index_build_and_updates_spread_file_groups_evenly(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    """Each record-index file group is written by task g mod min(N, parallelism) (local[2]: 2 tasks), not by
-    a hash of g, which piles several groups into one task."""
+    """Each record-index file group is written by task g mod min(N, parallelism), not by a hash of g, which
+    piles several groups into one task."""
+    par = max(2, spark.sparkContext.defaultParallelism)  # a write's and an index build's default parallelism
     with_index = str(tmp_path / "with_index")
     Table.create(with_index, SCHEMA, OPTS)
     Table.open(with_index).write(spark.createDataFrame(rows(0, 400, 1)), "bulk_insert", OPTS)
     commit = Table.open(with_index).timeline().completed_commits().last()
     assert commit is not None
     logs = task_of_each_file_group(with_index, commit.requested_time)  # the commit's record-index log blocks
-    assert sorted(logs) == [0, 1, 2, 3, 4] and all(p == g % 2 for g, p in logs.items()), logs
+    assert sorted(logs) == [0, 1, 2, 3, 4] and all(p == g % min(5, par) for g, p in logs.items()), logs
 
     plain = {**OPTS, "hoodie.index.type": "SIMPLE", "hoodie.metadata.record.index.enable": "false"}
     built = str(tmp_path / "built")
@@ -127,4 +148,5 @@ def test_index_build_and_updates_spread_file_groups_evenly(spark, tmp_path: Path
     Table.open(built).write(spark.createDataFrame(rows(0, 400, 1)), "bulk_insert", plain)
     assert Table.open(built).build_record_index(num_file_groups=6) == 6
     base_files = task_of_each_file_group(built, None)
-    assert sorted(base_files) == [0, 1, 2, 3, 4, 5] and all(p == g % 2 for g, p in base_files.items()), base_files
+    assert sorted(base_files) == [0, 1, 2, 3, 4, 5], base_files
+    assert all(p == g % min(6, par) for g, p in base_files.items()), base_files

@@ -7,6 +7,7 @@ import pytest
 from pyhudi.spark.partitioning import partition_keys, spark_hash_int
 
 
+@pytest.mark.spark
 def test_hash_is_sparks(spark) -> None:  # type: ignore[no-untyped-def]
     from pyspark.sql import functions as F
 
@@ -16,6 +17,7 @@ def test_hash_is_sparks(spark) -> None:  # type: ignore[no-untyped-def]
     assert {v: spark_hash_int(v) for v in values} == got
 
 
+@pytest.mark.spark
 @pytest.mark.parametrize("n", [1, 2, 3, 10, 37])
 def test_rows_land_in_the_chosen_partition(spark, n: int) -> None:  # type: ignore[no-untyped-def]
     from pyspark.sql import functions as F
