@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 
 from pyhudi.errors import ConfigError
-from pyhudi.spark.partitioning import partition_keys
+from pyhudi.spark.partitioning import ROUTE_COL, route_values
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -18,7 +18,6 @@ if TYPE_CHECKING:
 
 LOC_PARTITION_COL = "_hoodie_loc_partition"
 LOC_FILE_ID_COL = "_hoodie_loc_file_id"
-ROUTE_COL = "_hoodie_route"  # transient: the Spark partition key of a record routed for its index's tag
 
 
 class KeyRouting(ABC):
@@ -35,7 +34,7 @@ class KeyRouting(ABC):
     def route_column(self, keys: pa.Array) -> pa.Array:
         """Values of :data:`ROUTE_COL` that ``repartition(partitions, ROUTE_COL)`` sends to
         :meth:`partition_of` exactly."""
-        return pa.array(partition_keys(self.partitions)[self.partition_of(keys)], pa.int32())
+        return route_values(self.partition_of(keys), self.partitions)
 
 
 def route(records: DataFrame, routing: KeyRouting, key_col: str) -> DataFrame:

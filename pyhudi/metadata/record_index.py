@@ -35,7 +35,7 @@ from pyhudi.metadata.records import (
     record_index_record,
     writer_schema_json,
 )
-from pyhudi.spark.partitioning import partition_keys
+from pyhudi.spark.partitioning import ROUTE_COL, route_values
 from pyhudi.table.timeline import parse_instant_time
 
 MIN_FILE_GROUPS = "hoodie.metadata.record.index.min.filegroup.count"
@@ -273,7 +273,6 @@ class RecordIndexLookup:
 
 # -- Spark jobs ----------------------------------------------------------------------------------------------
 _FG_COL = "__rli_fg"
-_ROUTE_COL = "__rli_route"
 
 
 def file_group_tasks(n: int, parallelism: int) -> int:
@@ -290,8 +289,8 @@ def file_group_partitions(fgs: np.ndarray, partitions: int) -> np.ndarray:
 def _with_file_group(b: pa.RecordBatch, fgs: np.ndarray, partitions: int) -> pa.RecordBatch:
     """``b`` with the file group of each row and the route that sends it to its partition (see
     :func:`by_file_group`)."""
-    route = partition_keys(partitions)[file_group_partitions(fgs, partitions)]
-    return b.append_column(_FG_COL, pa.array(fgs, pa.int32())).append_column(_ROUTE_COL, pa.array(route, pa.int32()))
+    route = route_values(file_group_partitions(fgs, partitions), partitions)
+    return b.append_column(_FG_COL, pa.array(fgs, pa.int32())).append_column(ROUTE_COL, route)
 
 
 def add_file_group_task(key_col: str, n: int, partitions: int):
@@ -310,7 +309,7 @@ def by_file_group(rows, partitions: int, fn, schema: pa.Schema):
     groups into one task)."""
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    return rows.repartition(partitions, _ROUTE_COL).groupBy(_ROUTE_COL, _FG_COL).applyInArrow(
+    return rows.repartition(partitions, ROUTE_COL).groupBy(ROUTE_COL, _FG_COL).applyInArrow(
         fn, from_arrow_schema(schema)
     )
 
@@ -334,7 +333,7 @@ def write_updates(spark, status_df, storage: Storage, mdt_path: str, instant: st
     rows = ins.unionByName(dels)
     tasks = file_group_tasks(n, parallelism)
     in_schema = pa.schema([("partition", pa.string()), ("file_id", pa.string()), ("key", pa.string()),
-                           (_FG_COL, pa.int32()), (_ROUTE_COL, pa.int32())])
+                           (_FG_COL, pa.int32()), (ROUTE_COL, pa.int32())])
     with_fg = rows.mapInArrow(add_file_group_task("key", n, tasks), from_arrow_schema(in_schema))
     t_ms = parse_instant_time(instant)
 
@@ -432,7 +431,7 @@ def build_base_files(spark, files: list[tuple[str, str, str]], storage: Storage,
 
     tasks = file_group_tasks(n, parallelism)
     key_schema = pa.schema([("key", pa.string()), ("partition", pa.string()), ("file_id", pa.string()),
-                            ("instant_ms", pa.int64()), (_FG_COL, pa.int32()), (_ROUTE_COL, pa.int32())])
+                            ("instant_ms", pa.int64()), (_FG_COL, pa.int32()), (ROUTE_COL, pa.int32())])
 
     def read_keys(batches):
         for b in batches:

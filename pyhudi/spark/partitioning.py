@@ -13,7 +13,10 @@ from __future__ import annotations
 from functools import lru_cache
 
 import numpy as np
+import pyarrow as pa
 
+#: transient int column holding the Spark partition key of a routed row (never written to a table)
+ROUTE_COL = "_hoodie_route"
 _M32 = 0xFFFFFFFF
 _SEED = 42  # HashPartitioning's (and F.hash's) Murmur3 seed
 
@@ -51,3 +54,8 @@ def partition_keys(n: int) -> np.ndarray:
         v += 1
     keys.setflags(write=False)
     return keys
+
+
+def route_values(partition_ids: np.ndarray, n: int) -> pa.Array:
+    """Values of :data:`ROUTE_COL` that ``repartition(n, ROUTE_COL)`` sends to ``partition_ids`` exactly."""
+    return pa.array(partition_keys(n)[partition_ids], pa.int32())

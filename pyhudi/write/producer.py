@@ -19,10 +19,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pyhudi.errors import InvalidInputError
-from pyhudi.index.base import LOC_FILE_ID_COL, LOC_PARTITION_COL, ROUTE_COL, KeyRouting, index_for
+from pyhudi.index.base import LOC_FILE_ID_COL, LOC_PARTITION_COL, KeyRouting, index_for
 from pyhudi.io import bloom as bloom_mod
 from pyhudi.io.storage import Storage
 from pyhudi.spark.errors import task_errors
+from pyhudi.spark.partitioning import ROUTE_COL
 from pyhudi.table.filenames import make_file_id, new_file_id_prefix
 from pyhudi.table.keygen import KeyGenerator
 from pyhudi.table.schema import (
