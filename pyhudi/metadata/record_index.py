@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import os
 import posixpath
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -363,32 +363,43 @@ def write_updates(spark, status_df, storage: Storage, mdt_path: str, instant: st
 
 def tag_in_place(records, lookup: RecordIndexLookup, key_col: str, loc_partition_col: str, loc_file_id_col: str):
     """Spark: the records with their current location (null: a new key), as Hudi's record index tags: each task
-    holds its partition's records, looks their distinct keys up in one sorted batch per file group (the groups
-    in threads) and appends the locations, so nothing is joined back. Correct however the records are
+    looks the distinct keys of its partition up in one sorted batch per file group (the groups in threads) and
+    the locations are appended to the records in place. A scalar Arrow iterator UDF does it: only the keys go to
+    Python and two columns come back, matched to the records by position, while the records stay in the JVM
+    (queued there, spilled to disk if large): nothing is joined back. Correct however the records are
     partitioned; fast when they are routed by file group (:class:`pyhudi.index.record.FileGroupRouting`), so
     that each file group's blocks are inflated by one task only."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.functions import arrow_udf
     from pyspark.sql.types import StringType, StructField, StructType
 
-    def run(batches):
-        held = [b for b in batches if b.num_rows]
+    loc_fields = [pa.field(loc_partition_col, pa.string()), pa.field(loc_file_id_col, pa.string())]
+
+    def locate(chunks: Iterator[pa.Array]) -> Iterator[pa.Array]:  # the hints make it an iterator UDF
+        held = [c for c in chunks if len(c)]  # this partition's keys; the locations must come back in their order
         if not held:
             return
-        keys = pa.chunked_array([b.column(key_col) for b in held])  # chunked: a task's keys may pass 2 GiB
+        keys = pa.chunked_array(held)  # chunked: a task's keys may pass 2 GiB
         found = lookup.lookup(pc.unique(keys))
-        at = pc.index_in(keys, value_set=found.column("key").combine_chunks())
+        at = pc.index_in(keys, value_set=found.column("key").combine_chunks().cast(keys.type))
         part = found.column("partition").combine_chunks().take(at)
         fid = found.column("file_id").combine_chunks().take(at)
         off = 0
-        for b in held:
-            m = b.num_rows
-            yield b.append_column(loc_partition_col, part.slice(off, m).combine_chunks()).append_column(
-                loc_file_id_col, fid.slice(off, m).combine_chunks()
-            )
+        for c in held:
+            m = len(c)
+            cols = [part.slice(off, m).combine_chunks(), fid.slice(off, m).combine_chunks()]
+            yield pa.StructArray.from_arrays(cols, fields=loc_fields)
             off += m
 
-    schema = StructType([*records.schema.fields, StructField(loc_partition_col, StringType()),
-                         StructField(loc_file_id_col, StringType())])
-    return records.mapInArrow(run, schema)
+    loc_type = StructType([StructField(loc_partition_col, StringType()), StructField(loc_file_id_col, StringType())])
+    # nondeterministic: evaluated once per record, never duplicated into each of the two fields taken from it
+    tag = arrow_udf(locate, loc_type).asNondeterministic()
+    loc = "__rli_location"
+    return records.withColumn(loc, tag(F.col(key_col))).select(
+        *[records[c] for c in records.columns],
+        F.col(loc).getField(loc_partition_col).alias(loc_partition_col),
+        F.col(loc).getField(loc_file_id_col).alias(loc_file_id_col),
+    )
 
 
 def empty_base_hfile(name: str) -> bytes:

@@ -115,6 +115,31 @@ def test_tag_in_place_whatever_the_partitioning(spark, table: Table) -> None:  #
     assert route(scattered, routing, RECORD_KEY_COL).rdd.getNumPartitions() == routing.partitions
 
 
+
+def test_tag_in_place_keeps_every_record_with_its_location(spark, table: Table) -> None:  # type: ignore[no-untyped-def]
+    """The locations come back from Python by position: with many small Arrow batches per task and empty tasks,
+    every record keeps its own columns and gets its own key's location."""
+    from pyspark.sql import functions as F
+
+    job, producer = upsert_job(spark, table, {})
+    job.prepared = producer.prepare(spark.createDataFrame(rows(250, 450, 2)))
+    stored = {r["_hoodie_record_key"]: (r["_hoodie_partition_path"], r["_hoodie_file_name"].split("_")[0])
+              for r in table.read().toArrow().to_pylist()}
+    # 12 partitions, at least 6 of them empty; one of them holds 50 records of several file groups
+    spread = job.prepared.repartition(12, F.when(F.col("v") < 300, 0).otherwise(F.col("v") % 5 + 1))
+    conf = "spark.sql.execution.arrow.maxRecordsPerBatch"
+    before = spark.conf.get(conf)
+    spark.conf.set(conf, "7")
+    try:
+        t = RecordLevelIndex().tag(job, spread).toArrow()
+    finally:
+        spark.conf.set(conf, before)
+    got = t.select(["id", "v", RECORD_KEY_COL, LOC_PARTITION_COL, LOC_FILE_ID_COL]).to_pylist()
+    assert sorted(r["id"] for r in got) == [f"key-{i:05d}" for i in range(250, 450)]
+    for r in got:
+        assert r["v"] == int(r["id"][4:]) and r[RECORD_KEY_COL] == r["id"]
+        assert (r[LOC_PARTITION_COL], r[LOC_FILE_ID_COL]) == stored.get(r["id"], (None, None)), r["id"]
+
 def task_of_each_file_group(base: str, instant: str | None) -> dict[int, int]:
     """record-index file group -> the Spark task (partition id of the write token) that wrote its log file for
     ``instant`` (None: its base HFile)."""
