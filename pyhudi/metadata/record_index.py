@@ -393,7 +393,8 @@ def tag_in_place(records, lookup: RecordIndexLookup, key_col: str, loc_partition
 
     loc_type = StructType([StructField(loc_partition_col, StringType()), StructField(loc_file_id_col, StringType())])
     # nondeterministic: evaluated once per record, never duplicated into each of the two fields taken from it
-    tag = arrow_udf(locate, loc_type).asNondeterministic()
+    # (the stubs type iterator UDFs only with an explicit functionType, which PySpark warns against)
+    tag = arrow_udf(locate, loc_type).asNondeterministic()  # type: ignore[call-overload]
     loc = "__rli_location"
     return records.withColumn(loc, tag(F.col(key_col))).select(
         *[records[c] for c in records.columns],
