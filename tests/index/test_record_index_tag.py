@@ -115,7 +115,6 @@ def test_tag_in_place_whatever_the_partitioning(spark, table: Table) -> None:  #
     assert route(scattered, routing, RECORD_KEY_COL).rdd.getNumPartitions() == routing.partitions
 
 
-
 def test_tag_in_place_keeps_every_record_with_its_location(spark, table: Table) -> None:  # type: ignore[no-untyped-def]
     """The locations come back from Python by position: with many small Arrow batches per task and empty tasks,
     every record keeps its own columns and gets its own key's location."""
@@ -139,6 +138,7 @@ def test_tag_in_place_keeps_every_record_with_its_location(spark, table: Table) 
     for r in got:
         assert r["v"] == int(r["id"][4:]) and r[RECORD_KEY_COL] == r["id"]
         assert (r[LOC_PARTITION_COL], r[LOC_FILE_ID_COL]) == stored.get(r["id"], (None, None)), r["id"]
+
 
 def task_of_each_file_group(base: str, instant: str | None) -> dict[int, int]:
     """record-index file group -> the Spark task (partition id of the write token) that wrote its log file for
