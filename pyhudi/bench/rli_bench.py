@@ -578,7 +578,10 @@ def run(rows: int = DEFAULT_ROWS, *, upsert_rows_n: int = UPSERT_ROWS, repeat: i
         res["build_record_index"] = {"file_groups": n, "s": round(build_s, 2)}
 
         say("tagging runs")
+        load_before = os.getloadavg()  # the machine's other jobs share its cores: say how busy it was
         res["tag"] = tag_runs(spark, indexed, d, os.path.join(d, "upsert"), repeat)
+        res["tag"]["load_average_1_5_15_min"] = {"before": [round(x, 2) for x in load_before],
+                                                 "after": [round(x, 2) for x in os.getloadavg()]}
         say("tag stage profile")
         res["tag"]["profile"] = tag_profile(spark, indexed, os.path.join(d, "upsert"), repeat)
 
