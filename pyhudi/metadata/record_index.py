@@ -371,7 +371,7 @@ def tag_in_place(records, lookup: RecordIndexLookup, key_col: str, loc_partition
     that each file group's blocks are inflated by one task only."""
     from pyspark.sql import functions as F
     from pyspark.sql.functions import arrow_udf
-    from pyspark.sql.types import StringType, StructField, StructType
+    from pyspark.sql.pandas.types import from_arrow_type
 
     loc_fields = [pa.field(loc_partition_col, pa.string()), pa.field(loc_file_id_col, pa.string())]
 
@@ -391,7 +391,7 @@ def tag_in_place(records, lookup: RecordIndexLookup, key_col: str, loc_partition
             yield pa.StructArray.from_arrays(cols, fields=loc_fields)
             off += m
 
-    loc_type = StructType([StructField(loc_partition_col, StringType()), StructField(loc_file_id_col, StringType())])
+    loc_type = from_arrow_type(pa.struct(loc_fields))
     # nondeterministic: evaluated once per record, never duplicated into each of the two fields taken from it
     # (the stubs type iterator UDFs only with an explicit functionType, which PySpark warns against)
     tag = arrow_udf(locate, loc_type).asNondeterministic()  # type: ignore[call-overload]
