@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
+from pyhudi.spark.session import DEFAULT_DRIVER_JAVA_OPTIONS, ENV_DRIVER_JAVA_OPTIONS
 
 pytestmark = pytest.mark.spark
 
@@ -15,3 +19,14 @@ def test_default_session_settings(spark) -> None:  # type: ignore[no-untyped-def
     # a write's few dozen query shapes keep their generated classes (and the JIT's work on them)
     assert spark.conf.get("spark.sql.codegen.cache.maxEntries") == "1000"
     assert spark.conf.get("spark.sql.inMemoryColumnarStorage.compressed") == "false"
+
+
+def test_local_driver_runs_the_parallel_collector(spark) -> None:  # type: ignore[no-untyped-def]
+    if not spark.sparkContext.master.startswith("local["):
+        pytest.skip("set for local masters only (their driver JVM runs the tasks)")
+    if os.environ.get(ENV_DRIVER_JAVA_OPTIONS, DEFAULT_DRIVER_JAVA_OPTIONS) != DEFAULT_DRIVER_JAVA_OPTIONS:
+        pytest.skip(f"{ENV_DRIVER_JAVA_OPTIONS} replaces the default options")
+    jvm = spark.sparkContext._jvm
+    beans = jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()
+    names = {beans.get(i).getName() for i in range(beans.size())}
+    assert names == {"PS Scavenge", "PS MarkSweep"}
