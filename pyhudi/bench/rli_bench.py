@@ -193,6 +193,7 @@ def tag_profile(spark: SparkSession, source: str, upsert_path: str, repeat: int)
     from pyspark import StorageLevel
 
     from pyhudi import config as C
+    from pyhudi.spark import cached
     from pyhudi.table.table import Table
     from pyhudi.write.context import WriteJob
     from pyhudi.write.producer import PRODUCERS
@@ -214,15 +215,15 @@ def tag_profile(spark: SparkSession, source: str, upsert_path: str, repeat: int)
             producer = PRODUCERS["upsert"](job)
             producer.uses_index = v != "none"
             prepared = producer.prepare(spark.read.parquet(upsert_path)).persist(StorageLevel.MEMORY_AND_DISK)
-            prepared.count()
+            cached.count(prepared)
             job.prepared = prepared
             t0 = time.perf_counter()
             tagged = producer.tag(prepared).persist(StorageLevel.MEMORY_AND_DISK)
             counts = producer.count(tagged)
             runs[v].append(round(time.perf_counter() - t0, 3))
             found[v].add(sum(n for _p, f, n in counts if f is not None))
-            tagged.unpersist()
-            prepared.unpersist()
+            cached.release(tagged)
+            cached.release(prepared)
             if v == "RECORD_INDEX":
                 t0 = time.perf_counter()
                 lk = job.record_index_lookup()

@@ -22,6 +22,7 @@ from pyhudi.errors import InvalidInputError
 from pyhudi.index.base import LOC_FILE_ID_COL, LOC_PARTITION_COL, KeyRouting, index_for
 from pyhudi.io import bloom as bloom_mod
 from pyhudi.io.storage import Storage
+from pyhudi.spark import cached
 from pyhudi.spark.errors import task_errors
 from pyhudi.spark.partitioning import ROUTE_COL
 from pyhudi.table.filenames import make_file_id, new_file_id_prefix
@@ -143,7 +144,7 @@ class WriteProducer:
                 looks_up = self.uses_index and bool(job.view.latest_base_files())
                 if looks_up:  # materialised here so that the tag timing measures the index lookup alone
                     prepared = prepared.persist(_storage_level())
-                    prepared.count()
+                    cached.count(prepared)
                 job.prepared = prepared
             with job.timed("tag"):
                 # tagged records feed both the planning counts and the write: compute them once
@@ -151,7 +152,7 @@ class WriteProducer:
                 self._persisted.append(tagged)
                 counts = self.count(tagged)
                 if looks_up:
-                    prepared.unpersist()  # the tagged records are cached now
+                    cached.release(prepared)  # the tagged records are cached now
             with job.timed("plan"):
                 buckets = self.plan(counts)
             if before_write is not None:
@@ -241,7 +242,7 @@ class WriteProducer:
         return tagged.filter(~((F.col(OP_COL) == OP_DELETE) & F.col(LOC_FILE_ID_COL).isNull()))
 
     def count(self, tagged: DataFrame) -> list[tuple[str, str | None, int]]:
-        rows = tagged.groupBy(PARTITION_PATH_COL, LOC_FILE_ID_COL).count().collect()
+        rows = cached.grouped_counts(tagged, [PARTITION_PATH_COL, LOC_FILE_ID_COL])
         return [(r[0], r[1], int(r[2])) for r in rows]
 
     def plan(self, counts: list[tuple[str, str | None, int]]) -> list[Bucket]:
@@ -429,7 +430,7 @@ class WriteProducer:
 
     def unpersist(self) -> None:
         for df in self._persisted:
-            df.unpersist()
+            cached.release(df)
         self._persisted.clear()
 
 
