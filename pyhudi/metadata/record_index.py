@@ -27,6 +27,7 @@ from pyhudi.io.arrow import to_binary_array
 from pyhudi.io.compression import CODEC_GZ
 from pyhudi.io.logfile import BlockType, DeleteRecord, HeaderKey, delete_block, encode_block
 from pyhudi.io.storage import Storage
+from pyhudi.metadata._kernels import ascii_file_groups
 from pyhudi.metadata.reader import RECORD_INDEX, BlockFilter, MetadataTableReader, valid_log_blocks
 from pyhudi.metadata.records import (
     decode_value,
@@ -72,33 +73,18 @@ def file_group_id(index: int) -> str:
 
 # -- key -> file group ---------------------------------------------------------------------------------------
 def file_groups_of(keys: pa.Array | pa.ChunkedArray, n: int) -> np.ndarray:
-    """Java ``String.hashCode`` routing of every key, vectorised for ASCII keys (by key length)."""
+    """Java ``String.hashCode`` routing of every key: compiled for ASCII keys, per key in Python for the rest."""
     arr = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
-    if pa.types.is_binary(arr.type) or pa.types.is_large_binary(arr.type):
-        arr = arr.cast(pa.string())
     out = np.empty(len(arr), np.int64)
     if len(arr) == 0:
         return out
-    ascii_mask = pc.fill_null(pc.string_is_ascii(arr), False).to_numpy(zero_copy_only=False)
-    if not ascii_mask.all():
-        for i in np.flatnonzero(~ascii_mask):
-            out[i] = record_index_file_group(arr[int(i)].as_py(), n)
-    idx = np.flatnonzero(ascii_mask)
-    if len(idx):
-        sub = arr.take(pa.array(idx))
-        data, offsets = _buffers(sub)
-        lens = np.diff(offsets)
-        for ln in np.unique(lens):
-            rows = np.flatnonzero(lens == ln)
-            starts = offsets[rows]
-            h = np.zeros(len(rows), np.uint32)
-            for j in range(int(ln)):
-                h = h * np.uint32(31) + data[starts + j].astype(np.uint32)
-            hs = h.view(np.int32).astype(np.int64)
-            a = np.abs(hs)  # Math.abs(Integer.MIN_VALUE) stays negative in Java
-            a = np.where(hs == -(1 << 31), hs, a)
-            r = np.fmod(a, n)  # Java remainder keeps the dividend's sign
-            out[idx[rows]] = np.abs(r)
+    data, offsets = _buffers(arr)
+    ascii_file_groups(data, offsets, n, out)
+    others = np.flatnonzero(out < 0)
+    if len(others):
+        texts = arr.cast(pa.string()) if not pa.types.is_string(arr.type) else arr
+        for i in others:
+            out[i] = record_index_file_group(texts[int(i)].as_py(), n)
     return out
 
 

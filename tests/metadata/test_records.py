@@ -6,6 +6,8 @@ import json
 import uuid
 from pathlib import Path
 
+import pytest
+
 from pyhudi.hfile import HFileReader
 from pyhudi.io.logfile import BlockType, LogFileReader
 from pyhudi.io.storage import Storage
@@ -120,6 +122,28 @@ def test_record_index_hash() -> None:
     assert record_index_file_group("TXN-001", 10) == 166313938 % 10
     assert record_index_file_group("", 10) == 0
     assert record_index_file_group("polygenelubricants", 10) == (2**31) % 10  # hashCode == Integer.MIN_VALUE
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 10, 64])
+def test_vectorised_routing_matches_per_key_routing(n: int) -> None:
+    import random
+
+    import pyarrow as pa
+
+    from pyhudi.metadata.record_index import file_groups_of
+
+    rnd = random.Random(n)
+    keys = [str(uuid.UUID(int=rnd.getrandbits(128))) for _ in range(2000)]
+    keys += ["", "TXN-001", "polygenelubricants", "Aa", "BB", "é", "key-ü-1", "😀 outside the BMP", "x" * 300]
+    want = [record_index_file_group(k, n) for k in keys]
+    for arr in (
+        pa.array(keys, pa.string()),
+        pa.array([k.encode() for k in keys], pa.binary()),
+        pa.chunked_array([keys[:7], keys[7:]], pa.string()),
+        pa.array(keys, pa.string()).slice(3),
+    ):
+        expected = want[3:] if len(arr) == len(keys) - 3 else want
+        assert file_groups_of(arr, n).tolist() == expected
 
 
 def test_hudi_rs_decodes_same_base_file(mdt_tables: dict[str, Path]) -> None:
