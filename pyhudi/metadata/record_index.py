@@ -382,10 +382,12 @@ def tag_in_place(records, lookup: RecordIndexLookup, key_col: str, loc_partition
     # (the stubs type iterator UDFs only with an explicit functionType, which PySpark warns against)
     tag = arrow_udf(locate, loc_type).asNondeterministic()  # type: ignore[call-overload]
     loc = "__rli_location"
-    return records.withColumn(loc, tag(F.col(key_col))).select(
-        *[records[c] for c in records.columns],
-        F.col(loc).getField(loc_partition_col).alias(loc_partition_col),
-        F.col(loc).getField(loc_file_id_col).alias(loc_file_id_col),
+    # appended and the struct dropped rather than every column selected: a few calls into the JVM, not a hundred
+    return (
+        records.withColumn(loc, tag(F.col(key_col)))
+        .withColumn(loc_partition_col, F.col(loc).getField(loc_partition_col))
+        .withColumn(loc_file_id_col, F.col(loc).getField(loc_file_id_col))
+        .drop(loc)
     )
 
 
