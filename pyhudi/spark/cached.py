@@ -61,7 +61,8 @@ def count(df: DataFrame) -> int:
 
 
 def release(df: DataFrame) -> None:
-    """Unpersist ``df`` and drop the view its counts were planned through (after: dropping uncaches)."""
+    """Unpersist ``df``, then drop the view its counts were planned through (in that order: dropping a view
+    uncaches its plan). Releasing again does nothing."""
     df.unpersist()
     with _LOCK:
         name = _VIEWS.pop(df, None)

@@ -144,6 +144,7 @@ class WriteProducer:
                 looks_up = self.uses_index and bool(job.view.latest_base_files())
                 if looks_up:  # materialised here so that the tag timing measures the index lookup alone
                     prepared = prepared.persist(_storage_level())
+                    self._persisted.append(prepared)  # released below, or by unpersist() if the tag fails
                     cached.count(prepared)
                 job.prepared = prepared
             with job.timed("tag"):

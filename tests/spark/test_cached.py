@@ -32,6 +32,7 @@ def test_grouped_counts_fill_the_cache_and_match_a_plain_count(spark) -> None:  
         assert spark.conf.get("spark.sql.shuffle.partitions") == partitions_before
     finally:
         cached.release(df)
+    cached.release(df)  # again: nothing left to do
     assert _cached_partitions(spark) == 0
     assert spark.catalog.listTables(spark.conf.get("spark.sql.globalTempDatabase")) == []
 
