@@ -468,11 +468,10 @@ def apply_partition_moves(tagged: DataFrame, update_partition_path: bool, job: W
     )
     if not update_partition_path:
         return stay
-    moved = F.expr(f"{found} AND `{PARTITION_PATH_COL}` != `{LOC_PARTITION_COL}`")
-    is_del = F.expr(deleting)
+    moving = F.expr(f"{found} AND `{PARTITION_PATH_COL}` != `{LOC_PARTITION_COL}` AND NOT ({deleting})")
     to_old = F.col(LOC_PARTITION_COL)
-    movers = tagged.filter(moved & ~is_del)
-    rest = stay.filter(~(moved & ~is_del))
+    movers = tagged.filter(moving)
+    rest = stay.filter(~moving)
     if job is not None and job.config.ordering_fields:
         movers, kept = _split_movers_by_ordering(job, movers)
         rest = rest.unionByName(kept.withColumn(PARTITION_PATH_COL, to_old))
