@@ -1,97 +1,326 @@
-"""Write options with Hudi's own names (``hoodie.*``), their defaults, and validation.
+"""Every option pyhudi reads, with Hudi's own names (``hoodie.*``), its default and what it does.
 
-Options arrive as strings (as in Hudi's Spark datasource); :class:`WriteConfig` parses them once and rejects
-unknown values with an error naming the option.
+Options arrive as strings (as in Hudi's Spark datasource). Each is an :class:`Option`: a ``str`` (its key, so it
+indexes option maps directly) carrying its default and documentation; defining one registers it in
+:data:`OPTIONS`, from which the configuration reference (``docs/configuration.md``) is generated.
+:class:`WriteConfig` parses a write's options once and rejects unknown values with an error naming the option.
+
+Options Hudi defines that pyhudi knows but does not (yet) honour are listed in :data:`NOT_HONOURED`: passing one
+with a value other than the one pyhudi implements is an error naming it (:func:`check_honoured`), never
+silently ignored.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from pyhudi.errors import ConfigError
 
-# -- operation and keys -------------------------------------------------------------------------------------
-OPERATION = "hoodie.datasource.write.operation"
-TABLE_NAME = "hoodie.table.name"
-TABLE_TYPE = "hoodie.datasource.write.table.type"
-RECORDKEY_FIELD = "hoodie.datasource.write.recordkey.field"
-PARTITIONPATH_FIELD = "hoodie.datasource.write.partitionpath.field"
-ORDERING_FIELDS = "hoodie.table.ordering.fields"
-PRECOMBINE_FIELD = "hoodie.datasource.write.precombine.field"  # older name of the ordering field
-KEYGENERATOR_TYPE = "hoodie.datasource.write.keygenerator.type"
-KEYGENERATOR_CLASS = "hoodie.datasource.write.keygenerator.class"
-HIVE_STYLE_PARTITIONING = "hoodie.datasource.write.hive_style_partitioning"
-URL_ENCODE_PARTITIONING = "hoodie.datasource.write.partitionpath.urlencode"
-RECORD_MERGE_MODE = "hoodie.record.merge.mode"
-COMBINE_BEFORE_INSERT = "hoodie.combine.before.insert"
-COMBINE_BEFORE_UPSERT = "hoodie.combine.before.upsert"
-# -- index ----------------------------------------------------------------------------------------------
-INDEX_TYPE = "hoodie.index.type"
-SIMPLE_INDEX_UPDATE_PARTITION_PATH = "hoodie.simple.index.update.partition.path"
-BLOOM_INDEX_UPDATE_PARTITION_PATH = "hoodie.bloom.index.update.partition.path"
-BLOOM_INDEX_PRUNE_BY_RANGES = "hoodie.bloom.index.prune.by.ranges"
-BLOOM_INDEX_PARALLELISM = "hoodie.bloom.index.parallelism"
-RECORD_INDEX_UPDATE_PARTITION_PATH = "hoodie.record.index.update.partition.path"
-# -- file sizing ------------------------------------------------------------------------------------------
-PARQUET_MAX_FILE_SIZE = "hoodie.parquet.max.file.size"
-PARQUET_SMALL_FILE_LIMIT = "hoodie.parquet.small.file.limit"
-RECORD_SIZE_ESTIMATE = "hoodie.copyonwrite.record.size.estimate"
-INSERT_SPLIT_SIZE = "hoodie.copyonwrite.insert.split.size"
-INSERT_AUTO_SPLIT = "hoodie.copyonwrite.insert.auto.split"
-BULKINSERT_PARALLELISM = "hoodie.bulkinsert.shuffle.parallelism"
-UPSERT_PARALLELISM = "hoodie.upsert.shuffle.parallelism"
-PARQUET_COMPRESSION = "hoodie.parquet.compression.codec"
-# -- table services ------------------------------------------------------------------------------------
-CLEANER_COMMITS_RETAINED = "hoodie.cleaner.commits.retained"
-AUTO_CLEAN = "hoodie.clean.automatic"
-METADATA_ENABLE = "hoodie.metadata.enable"
-RECORD_INDEX_ENABLE = "hoodie.metadata.record.index.enable"
+#: every option, by key, in definition order
+OPTIONS: dict[str, Option] = {}
+
+
+class Option(str):
+    """An option key with its default (a string, or None for "no default") and its documentation.
+
+    ``section`` groups it in the reference; ``aliases`` are older keys Hudi still accepts for it. An Option
+    pickles as its plain key (Spark closures carry option maps, not the registry).
+    """
+
+    default: str | None
+    doc: str
+    section: str
+    aliases: tuple[str, ...]
+
+    def __new__(
+        cls, key: str, default: str | None, doc: str, *, section: str, aliases: tuple[str, ...] = ()
+    ) -> Option:
+        if key in OPTIONS:
+            raise ValueError(f"option {key} is defined twice")
+        o = super().__new__(cls, key)
+        o.default, o.doc, o.section, o.aliases = default, " ".join(doc.split()), section, aliases
+        OPTIONS[key] = o
+        return o
+
+    @property
+    def key(self) -> str:
+        return str(self)
+
+    def __reduce__(self) -> tuple[type[str], tuple[str]]:
+        return (str, (str(self),))
+
+    def get(self, options: Mapping[str, Any]) -> str | None:
+        """The value given under this key or one of its aliases, else the default."""
+        for k in (self.key, *self.aliases):
+            if k in options and options[k] is not None:
+                return str(options[k])
+        return self.default
+
+
+_W, _IDX, _FILE, _SVC, _MDT, _PY = "write", "index", "storage", "table services", "metadata table", "pyhudi"
+
+# -- write: operation and keys ------------------------------------------------------------------------------------
+OPERATION = Option(
+    "hoodie.datasource.write.operation", "upsert",
+    "The write operation: insert, upsert, delete, bulk_insert, insert_overwrite, insert_overwrite_table. "
+    "`Table.write` and `pyhudi write --operation` set it.", section=_W)
+TABLE_NAME = Option(
+    "hoodie.table.name", None, "Name of a new table (default: the last folder of its path).", section=_W)
+TABLE_TYPE = Option(
+    "hoodie.datasource.write.table.type", "COPY_ON_WRITE",
+    "Type of a new table: COPY_ON_WRITE or MERGE_ON_READ (`hoodie.table.type` is accepted too).",
+    section=_W, aliases=("hoodie.table.type",))
+RECORDKEY_FIELD = Option(
+    "hoodie.datasource.write.recordkey.field", None,
+    "Record key column(s), comma-separated (required when creating a table).", section=_W)
+PARTITIONPATH_FIELD = Option(
+    "hoodie.datasource.write.partitionpath.field", None,
+    "Partition column(s), comma-separated; none for a non-partitioned table.", section=_W)
+ORDERING_FIELDS = Option(
+    "hoodie.table.ordering.fields", None,
+    "Ordering column(s): of two records with one key, the one with the greater value wins (event-time "
+    "ordering).", section=_W)
+PRECOMBINE_FIELD = Option(
+    "hoodie.datasource.write.precombine.field", None,
+    "Older name of the ordering field (used when `hoodie.table.ordering.fields` is not given).", section=_W)
+KEYGENERATOR_TYPE = Option(
+    "hoodie.datasource.write.keygenerator.type", None,
+    "Key generator: SIMPLE, COMPLEX or NON_PARTITION (inferred from the key and partition fields when not "
+    "given).", section=_W)
+KEYGENERATOR_CLASS = Option(
+    "hoodie.datasource.write.keygenerator.class", None,
+    "Hudi key generator class name (Simple/Complex/NonpartitionedKeyGenerator and their Avro variants).",
+    section=_W)
+HIVE_STYLE_PARTITIONING = Option(
+    "hoodie.datasource.write.hive_style_partitioning", "false",
+    "Partition folders named `field=value` instead of `value`.", section=_W)
+URL_ENCODE_PARTITIONING = Option(
+    "hoodie.datasource.write.partitionpath.urlencode", "false",
+    "Escape partition values as Hive does (`%XX` for `/`, `:`, `%`, ...), so any value makes one safe folder "
+    "name.", section=_W)
+RECORD_MERGE_MODE = Option(
+    "hoodie.record.merge.mode", None,
+    "How records with the same key merge: EVENT_TIME_ORDERING (the greater ordering value wins; default when "
+    "ordering fields are set) or COMMIT_TIME_ORDERING (the later write wins).",
+    section=_W, aliases=("hoodie.write.record.merge.mode",))
+COMBINE_BEFORE_INSERT = Option(
+    "hoodie.combine.before.insert", "false",
+    "Keep one record per key within an insert or bulk_insert batch.", section=_W)
+COMBINE_BEFORE_UPSERT = Option(
+    "hoodie.combine.before.upsert", "true",
+    "Keep one record per key within an upsert batch (the greatest ordering value, else the last).", section=_W)
+COMPLEX_NEW_ENCODING = Option(
+    "hoodie.write.complex.keygen.new.encoding", "false",
+    "Table version 8: a COMPLEX key of one field is written as its bare value.", section=_W)
+WRITE_TABLE_VERSION = Option(
+    "hoodie.write.table.version", None, "Table version the key generators encode keys for (default: 9).",
+    section=_W)
+CONSISTENT_LOGICAL_TS = Option(
+    "hoodie.datasource.write.keygenerator.consistent.logical.timestamp.enabled", "false",
+    "Not supported: timestamps in keys and partition paths are their epoch microseconds.", section=_W)
+UPSERT_PARALLELISM = Option(
+    "hoodie.upsert.shuffle.parallelism", "0",
+    "Tasks of an upsert, insert or delete (0: the session's default parallelism).", section=_W)
+BULKINSERT_PARALLELISM = Option(
+    "hoodie.bulkinsert.shuffle.parallelism", "0",
+    "Tasks of a bulk_insert (0: the session's default parallelism).", section=_W)
+FAULT = Option(
+    "pyhudi.test.fault", None,
+    "Tests only: fail (or hang, with a `hang_` prefix) at a named point of a write.", section=_PY)
+
+# -- index ----------------------------------------------------------------------------------------------------------
+INDEX_TYPE = Option(
+    "hoodie.index.type", "SIMPLE",
+    "How upserts and deletes find stored records: SIMPLE, GLOBAL_SIMPLE, BLOOM, GLOBAL_BLOOM, RECORD_INDEX. "
+    "Default: RECORD_INDEX for a table that has a record index and for new tables with the metadata table on; "
+    "SIMPLE otherwise.", section=_IDX)
+SIMPLE_INDEX_UPDATE_PARTITION_PATH = Option(
+    "hoodie.simple.index.update.partition.path", "true",
+    "GLOBAL_SIMPLE: a key arriving with a new partition moves there (else it is updated where it is).",
+    section=_IDX)
+BLOOM_INDEX_UPDATE_PARTITION_PATH = Option(
+    "hoodie.bloom.index.update.partition.path", "true",
+    "GLOBAL_BLOOM: a key arriving with a new partition moves there.", section=_IDX)
+RECORD_INDEX_UPDATE_PARTITION_PATH = Option(
+    "hoodie.record.index.update.partition.path", "false",
+    "RECORD_INDEX: a key arriving with a new partition moves there.", section=_IDX)
+BLOOM_INDEX_PRUNE_BY_RANGES = Option(
+    "hoodie.bloom.index.prune.by.ranges", "true",
+    "BLOOM: skip files whose min/max record keys exclude a key.", section=_IDX)
+BLOOM_INDEX_PARALLELISM = Option(
+    "hoodie.bloom.index.parallelism", "0", "BLOOM: lookup tasks (0: the write's parallelism).", section=_IDX)
+BLOOM_NUM_ENTRIES = Option(
+    "hoodie.index.bloom.num_entries", "60000",
+    "Entries the footer bloom filter of each base file is sized for.", section=_IDX)
+BLOOM_FPP = Option(
+    "hoodie.index.bloom.fpp", "0.000000001", "False positive rate of the footer bloom filters.", section=_IDX)
+BLOOM_DYNAMIC_MAX_ENTRIES = Option(
+    "hoodie.bloom.index.filter.dynamic.max.entries", "100000",
+    "Most entries a DYNAMIC_V0 footer bloom filter grows to.", section=_IDX)
+BLOOM_FILTER_TYPE = Option(
+    "hoodie.bloom.index.filter.type", "DYNAMIC_V0", "Footer bloom filter type: SIMPLE or DYNAMIC_V0.",
+    section=_IDX)
+#: the options of the footer bloom filter a base file writer needs
+BLOOM_FILTER_OPTIONS = (BLOOM_NUM_ENTRIES, BLOOM_FPP, BLOOM_DYNAMIC_MAX_ENTRIES, BLOOM_FILTER_TYPE)
+
+# -- file sizing and formats ----------------------------------------------------------------------------------------
+PARQUET_MAX_FILE_SIZE = Option(
+    "hoodie.parquet.max.file.size", str(120 * 1024 * 1024), "Target size of a base file, bytes.", section=_FILE)
+PARQUET_SMALL_FILE_LIMIT = Option(
+    "hoodie.parquet.small.file.limit", str(100 * 1024 * 1024),
+    "Base files smaller than this receive inserts until they reach the target size (0: never).", section=_FILE)
+RECORD_SIZE_ESTIMATE = Option(
+    "hoodie.copyonwrite.record.size.estimate", "1024",
+    "Bytes per record assumed before the table has a commit to measure.", section=_FILE)
+INSERT_SPLIT_SIZE = Option(
+    "hoodie.copyonwrite.insert.split.size", "500000",
+    "Records per new file group when auto-split is off.", section=_FILE)
+INSERT_AUTO_SPLIT = Option(
+    "hoodie.copyonwrite.insert.auto.split", "true",
+    "Size new file groups from the average record size and the target file size.", section=_FILE)
+PARQUET_COMPRESSION = Option(
+    "hoodie.parquet.compression.codec", "gzip",
+    "Base file codec: gzip, snappy, zstd, lz4, brotli, uncompressed.", section=_FILE)
+PARQUET_BLOCK_SIZE = Option(
+    "hoodie.parquet.block.size", str(120 * 1024 * 1024), "Parquet row group size, bytes.", section=_FILE)
+PARQUET_PAGE_SIZE = Option(
+    "hoodie.parquet.page.size", str(1024 * 1024), "Parquet page size, bytes.", section=_FILE)
+PARQUET_DICTIONARY_ENABLED = Option(
+    "hoodie.parquet.dictionary.enabled", "true", "Dictionary-encode parquet columns.", section=_FILE)
+PARQUET_COMPRESSION_LEVEL = Option(
+    "pyhudi.parquet.compression.level", None,
+    "Codec level of base files (default: 1 for gzip, which writes ~6x faster than level 6 for files ~4% "
+    "larger; the codec's own default otherwise).", section=_PY)
+
+# -- table services -------------------------------------------------------------------------------------------------
+CLEANER_COMMITS_RETAINED = Option(
+    "hoodie.cleaner.commits.retained", "10",
+    "Cleaning keeps the file versions the last N commits need (KEEP_LATEST_COMMITS).",
+    section=_SVC, aliases=("hoodie.clean.commits.retained",))
+AUTO_CLEAN = Option(
+    "hoodie.clean.automatic", "true", "Clean after every commit.", section=_SVC)
+
+# -- metadata table -------------------------------------------------------------------------------------------------
+METADATA_ENABLE = Option(
+    "hoodie.metadata.enable", "true",
+    "Keep the metadata table (file listings, record index); false removes it.", section=_MDT)
+RECORD_INDEX_ENABLE = Option(
+    "hoodie.metadata.record.index.enable", "false",
+    "Build and keep the record index (also implied by `hoodie.index.type=RECORD_INDEX`).", section=_MDT)
+RECORD_INDEX_MIN_FILE_GROUPS = Option(
+    "hoodie.metadata.record.index.min.filegroup.count", "10",
+    "Fewest file groups of a new record index.", section=_MDT)
+RECORD_INDEX_MAX_FILE_GROUPS = Option(
+    "hoodie.metadata.record.index.max.filegroup.count", "10000",
+    "Most file groups of a new record index.", section=_MDT)
+RECORD_INDEX_MAX_FILE_GROUP_SIZE = Option(
+    "hoodie.metadata.record.index.max.filegroup.size", str(1 << 30),
+    "Bytes a record-index file group is sized for (48 bytes assumed per entry).", section=_MDT)
+RECORD_INDEX_GROWTH_FACTOR = Option(
+    "hoodie.metadata.record.index.growth.factor", "2.0",
+    "Growth the record index is sized for at initialisation.", section=_MDT)
+INDEX_CHECK_TIMEOUT = Option(
+    "hoodie.metadata.index.check.timeout.seconds", "900",
+    "How long an async index build waits for writes that were pending when it started.", section=_MDT)
+METADATA_COMPACT_MAX_DELTA_COMMITS = Option(
+    "hoodie.metadata.compact.max.delta.commits", "10",
+    "Compact the metadata table after this many deltacommits.", section=_MDT)
+
+#: ``{key: default}`` of every option with a default
+DEFAULTS: dict[str, str] = {k: o.default for k, o in OPTIONS.items() if o.default is not None}
+
+# -- options pyhudi knows but does not honour ---------------------------------------------------------------------------
+#: key -> (the values pyhudi honours, lower-cased; why others are not). Another value is an error, or a warning
+#: for the keys in :data:`WARN_ONLY` (what they ask for is an optimisation, not a different result).
+NOT_HONOURED: dict[str, tuple[frozenset[str], str]] = {
+    "hoodie.write.concurrency.mode": (
+        frozenset({"single_writer"}), "pyhudi writes with a single writer per table"),
+    "hoodie.schema.on.read.enable": (
+        frozenset({"false"}), "schema-on-read evolution (renames, drops) is not supported"),
+    "hoodie.datasource.write.reconcile.schema": (
+        frozenset({"false"}), "schema reconciliation is not supported: the input must have the table's columns"),
+    "hoodie.cleaner.policy": (
+        frozenset({"keep_latest_commits"}), "pyhudi cleans with KEEP_LATEST_COMMITS only"),
+    "hoodie.clean.failed.writes.policy": (
+        frozenset({"eager"}), "pyhudi rolls failed writes back eagerly"),
+    "hoodie.cleaner.policy.failed.writes": (
+        frozenset({"eager"}), "pyhudi rolls failed writes back eagerly"),
+    "hoodie.populate.meta.fields": (
+        frozenset({"true"}), "pyhudi always writes Hudi's meta columns"),
+    "hoodie.table.base.file.format": (
+        frozenset({"parquet"}), "pyhudi writes parquet base files only"),
+    "hoodie.metadata.index.column.stats.enable": (
+        frozenset({"false"}), "the column_stats index is not maintained"),
+    "hoodie.metadata.index.partition.stats.enable": (
+        frozenset({"false"}), "the partition_stats index is not maintained"),
+    "hoodie.metadata.index.secondary.enable": (
+        frozenset({"false"}), "secondary indexes are not maintained"),
+    "hoodie.datasource.write.drop.partition.columns": (
+        frozenset({"false"}), "partition columns are always kept in the data files"),
+}
+
+
+WARN_ONLY = frozenset({
+    "hoodie.metadata.index.column.stats.enable",
+    "hoodie.metadata.index.partition.stats.enable",
+})
+
+
+class OptionNotHonouredWarning(UserWarning):
+    """An option asks for something pyhudi does not do, and the result is the same without it."""
+
+
+def check_honoured(options: Mapping[str, Any]) -> None:
+    """ConfigError (or a warning, see :data:`WARN_ONLY`) naming an option pyhudi knows but does not honour with
+    the value given."""
+    import warnings
+
+    for key, (ok, why) in NOT_HONOURED.items():
+        v = options.get(key)
+        if v is None or str(v).strip().lower() in ok:
+            continue
+        if key in WARN_ONLY:
+            warnings.warn(f"option {key}={v!r} is ignored: {why}", OptionNotHonouredWarning, stacklevel=2)
+        else:
+            raise ConfigError(f"option {key}={v!r} is not supported: {why}")
 
 OPERATIONS = ("insert", "upsert", "delete", "bulk_insert", "insert_overwrite", "insert_overwrite_table")
 INDEX_TYPES = ("SIMPLE", "GLOBAL_SIMPLE", "BLOOM", "GLOBAL_BLOOM", "RECORD_INDEX")
 MERGE_MODES = ("EVENT_TIME_ORDERING", "COMMIT_TIME_ORDERING")
 KEYGEN_TYPES = ("SIMPLE", "COMPLEX", "NON_PARTITION", "NON_PARTITIONED")
 
-DEFAULTS: dict[str, str] = {
-    OPERATION: "upsert",
-    INDEX_TYPE: "SIMPLE",
-    SIMPLE_INDEX_UPDATE_PARTITION_PATH: "true",
-    BLOOM_INDEX_UPDATE_PARTITION_PATH: "true",
-    BLOOM_INDEX_PRUNE_BY_RANGES: "true",
-    BLOOM_INDEX_PARALLELISM: "0",
-    RECORD_INDEX_UPDATE_PARTITION_PATH: "false",
-    HIVE_STYLE_PARTITIONING: "false",
-    URL_ENCODE_PARTITIONING: "false",
-    COMBINE_BEFORE_INSERT: "false",
-    COMBINE_BEFORE_UPSERT: "true",
-    PARQUET_MAX_FILE_SIZE: str(120 * 1024 * 1024),
-    PARQUET_SMALL_FILE_LIMIT: str(100 * 1024 * 1024),
-    RECORD_SIZE_ESTIMATE: "1024",
-    INSERT_SPLIT_SIZE: "500000",
-    INSERT_AUTO_SPLIT: "true",
-    BULKINSERT_PARALLELISM: "0",
-    UPSERT_PARALLELISM: "0",
-    PARQUET_COMPRESSION: "gzip",
-    CLEANER_COMMITS_RETAINED: "10",
-    AUTO_CLEAN: "true",
-    METADATA_ENABLE: "true",
-    RECORD_INDEX_ENABLE: "false",
-}
+
+def infer_keygen_type(record_key_fields: tuple[str, ...] | list[str], partition_fields: tuple[str, ...] | list[str]) -> str:
+    """Hudi's ``KeyGenUtils.inferKeyGeneratorType``: the key generator when none is named."""
+    if not partition_fields:
+        return "NON_PARTITION"
+    if len(partition_fields) == 1 and len(record_key_fields) <= 1:
+        return "SIMPLE"
+    return "COMPLEX"
 
 
-def bool_option(options: Mapping[str, str], key: str) -> bool:
-    """A true/false option (default from :data:`DEFAULTS`); anything else is an error naming the option."""
-    v = str(options.get(key, DEFAULTS.get(key, "false"))).strip().lower()
+def _raw(options: Mapping[str, Any], key: str, fallback: str | None = None) -> str | None:
+    """The value of ``key`` (or of one of its aliases) in ``options``, else its default, else ``fallback``."""
+    o = OPTIONS.get(key)
+    v = o.get(options) if o is not None else options.get(key)
+    return fallback if v is None else str(v)
+
+
+def bool_option(options: Mapping[str, Any], key: str) -> bool:
+    """A true/false option (default from its definition); anything else is an error naming the option."""
+    raw = _raw(options, key, "false")
+    v = str(raw).strip().lower()
     if v not in ("true", "false"):
-        raise ConfigError(f"option {key} must be true or false, got {options.get(key)!r}")
+        raise ConfigError(f"option {key} must be true or false, got {raw!r}")
     return v == "true"
 
 
-def int_option(options: Mapping[str, str], key: str, minimum: int = 0) -> int:
-    """An integer option of at least ``minimum`` (default from :data:`DEFAULTS`); anything else is an error
+def int_option(options: Mapping[str, Any], key: str, minimum: int = 0) -> int:
+    """An integer option of at least ``minimum`` (default from its definition); anything else is an error
     naming the option."""
-    raw = options.get(key, DEFAULTS.get(key))
+    raw = _raw(options, key)
     try:
         v = int(str(raw))
     except ValueError:
@@ -101,8 +330,21 @@ def int_option(options: Mapping[str, str], key: str, minimum: int = 0) -> int:
     return v
 
 
-def _choice(options: Mapping[str, str], key: str, choices: tuple[str, ...], upper: bool = True) -> str:
-    raw = str(options.get(key, DEFAULTS.get(key, "")))
+def float_option(options: Mapping[str, Any], key: str, minimum: float | None = None) -> float:
+    """A number option (default from its definition), above ``minimum`` if given; anything else is an error
+    naming the option."""
+    raw = _raw(options, key)
+    try:
+        v = float(str(raw))
+    except ValueError:
+        raise ConfigError(f"option {key} must be a number, got {raw!r}") from None
+    if minimum is not None and v <= minimum:
+        raise ConfigError(f"option {key} must be > {minimum}, got {raw!r}")
+    return v
+
+
+def _choice(options: Mapping[str, Any], key: str, choices: tuple[str, ...], upper: bool = True) -> str:
+    raw = str(_raw(options, key, ""))
     v = raw.strip().upper() if upper else raw.strip().lower()
     if v not in choices:
         raise ConfigError(f"option {key} has unknown value {raw!r}; expected one of {', '.join(choices)}")
@@ -145,6 +387,7 @@ class WriteConfig:
     @staticmethod
     def from_options(options: Mapping[str, str]) -> WriteConfig:
         o = {k: str(v) for k, v in options.items()}
+        check_honoured(o)
         op = _choice(o, OPERATION, OPERATIONS, upper=False)
         index_type = _choice(o, INDEX_TYPE, INDEX_TYPES)
         rk = _fields(o.get(RECORDKEY_FIELD))
@@ -152,9 +395,7 @@ class WriteConfig:
             raise ConfigError(f"option {RECORDKEY_FIELD} is required (the record key column or columns)")
         pf = _fields(o.get(PARTITIONPATH_FIELD))
         ordering = _fields(o.get(ORDERING_FIELDS) or o.get(PRECOMBINE_FIELD))
-        from pyhudi.table.keygen import infer_type  # the key generators read this module's names
-
-        o.setdefault(KEYGENERATOR_TYPE, infer_type(rk, pf))
+        o.setdefault(KEYGENERATOR_TYPE, infer_keygen_type(rk, pf))
         keygen = _choice(o, KEYGENERATOR_TYPE, KEYGEN_TYPES)
         if keygen == "SIMPLE" and (len(rk) != 1 or len(pf) > 1):
             raise ConfigError(

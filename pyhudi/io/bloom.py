@@ -42,18 +42,14 @@ import numba as nb
 import numpy as np
 import pyarrow as pa
 
+from pyhudi.config import BLOOM_DYNAMIC_MAX_ENTRIES, BLOOM_FILTER_TYPE, BLOOM_FPP, BLOOM_NUM_ENTRIES
 from pyhudi.errors import ConfigError, CorruptFileError, InvalidInputError, UnsupportedFormatError
 from pyhudi.io.arrow import binary_buffers, to_binary_array
 
 # -- names and defaults -------------------------------------------------------------------------------------------
-CONFIG_NUM_ENTRIES = "hoodie.index.bloom.num_entries"
-CONFIG_FPP = "hoodie.index.bloom.fpp"
-CONFIG_DYNAMIC_MAX_ENTRIES = "hoodie.bloom.index.filter.dynamic.max.entries"
-CONFIG_FILTER_TYPE = "hoodie.bloom.index.filter.type"
-CONFIG_OPTIONS = (CONFIG_NUM_ENTRIES, CONFIG_FPP, CONFIG_DYNAMIC_MAX_ENTRIES, CONFIG_FILTER_TYPE)  # footer filter
-DEFAULT_NUM_ENTRIES = 60000
-DEFAULT_FPP = 0.000000001
-DEFAULT_DYNAMIC_MAX_ENTRIES = 100000
+DEFAULT_NUM_ENTRIES = int(str(BLOOM_NUM_ENTRIES.default))
+DEFAULT_FPP = float(str(BLOOM_FPP.default))
+DEFAULT_DYNAMIC_MAX_ENTRIES = int(str(BLOOM_DYNAMIC_MAX_ENTRIES.default))
 
 TYPE_SIMPLE = "SIMPLE"
 TYPE_DYNAMIC_V0 = "DYNAMIC_V0"
@@ -80,9 +76,9 @@ _LN2 = math.log(2)
 def bit_size(num_entries: int, fpp: float) -> int:
     """Bits of one filter row for ``num_entries`` keys at false-positive rate ``fpp`` (Hudi's formula)."""
     if num_entries <= 0:
-        raise ConfigError(f"{CONFIG_NUM_ENTRIES} must be > 0, got {num_entries}")
+        raise ConfigError(f"{BLOOM_NUM_ENTRIES} must be > 0, got {num_entries}")
     if not 0.0 < fpp < 1.0:
-        raise ConfigError(f"{CONFIG_FPP} must be in (0, 1), got {fpp}")
+        raise ConfigError(f"{BLOOM_FPP} must be in (0, 1), got {fpp}")
     bits = math.ceil(num_entries * (-math.log(fpp) / (_LN2 * _LN2)))
     if bits > _INT_MAX:
         raise ConfigError(
@@ -260,17 +256,17 @@ class BloomFilter(ABC):
             return SimpleBloomFilter(bits, hashes)
         if code == TYPE_DYNAMIC_V0:
             return DynamicBoundedBloomFilter(bits, hashes, num_entries=num_entries, max_entries=max_entries)
-        raise ConfigError(f"{CONFIG_FILTER_TYPE}: unknown bloom filter type {type_code!r}")
+        raise ConfigError(f"{BLOOM_FILTER_TYPE}: unknown bloom filter type {type_code!r}")
 
     @staticmethod
     def from_config(props: Mapping[str, str]) -> BloomFilter:
         """An empty filter sized from Hudi write options (missing ones take Hudi's defaults)."""
         try:
             return BloomFilter.create(
-                int(props.get(CONFIG_NUM_ENTRIES, DEFAULT_NUM_ENTRIES)),
-                float(props.get(CONFIG_FPP, DEFAULT_FPP)),
-                int(props.get(CONFIG_DYNAMIC_MAX_ENTRIES, DEFAULT_DYNAMIC_MAX_ENTRIES)),
-                str(props.get(CONFIG_FILTER_TYPE, DEFAULT_FILTER_TYPE)),
+                int(props.get(BLOOM_NUM_ENTRIES, DEFAULT_NUM_ENTRIES)),
+                float(props.get(BLOOM_FPP, DEFAULT_FPP)),
+                int(props.get(BLOOM_DYNAMIC_MAX_ENTRIES, DEFAULT_DYNAMIC_MAX_ENTRIES)),
+                str(props.get(BLOOM_FILTER_TYPE, DEFAULT_FILTER_TYPE)),
             )
         except ValueError as e:
             raise ConfigError(f"invalid bloom filter option: {e}") from None
@@ -488,10 +484,6 @@ class DynamicBoundedBloomFilter(BloomFilter):
 HoodieDynamicBoundedBloomFilter = DynamicBoundedBloomFilter
 
 __all__ = [
-    "CONFIG_DYNAMIC_MAX_ENTRIES",
-    "CONFIG_FILTER_TYPE",
-    "CONFIG_FPP",
-    "CONFIG_NUM_ENTRIES",
     "DEFAULT_DYNAMIC_MAX_ENTRIES",
     "DEFAULT_FILTER_TYPE",
     "DEFAULT_FPP",

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
+from pyhudi import config as C
 from pyhudi.errors import ConfigError, PyHudiError
 from pyhudi.metadata.reader import RECORD_INDEX, metadata_base_path
 from pyhudi.metadata.writer import DRIVER_TOKEN, INIT_PREFIX, RLI_INIT_OFFSET, MetadataWriter
@@ -64,8 +65,6 @@ if TYPE_CHECKING:
     from pyhudi.table.table import Table
 
 FILE_GROUP_COUNT_KEY = "recordIndexFileGroupCount"  # extraMetadata of the plan's HoodieIndexPartitionInfo
-CHECK_TIMEOUT = "hoodie.metadata.index.check.timeout.seconds"
-DEFAULT_CHECK_TIMEOUT_S = 900
 INIT_INSTANT = f"{INIT_PREFIX}{RLI_INIT_OFFSET:03d}"
 _WRITE_ACTIONS = (COMMIT, DELTA_COMMIT, REPLACE_COMMIT)
 
@@ -93,14 +92,7 @@ def pending_indexing(timeline: ActiveTimeline) -> IndexingPlan | None:
 
 
 def _check_timeout(options: Mapping[str, str]) -> float:
-    raw = options.get(CHECK_TIMEOUT, str(DEFAULT_CHECK_TIMEOUT_S))
-    try:
-        v = float(raw)
-    except ValueError:
-        raise ConfigError(f"option {CHECK_TIMEOUT} must be a number of seconds, got {raw!r}") from None
-    if v <= 0:
-        raise ConfigError(f"option {CHECK_TIMEOUT} must be > 0, got {raw!r}")
-    return v
+    return C.float_option(options, C.INDEX_CHECK_TIMEOUT, 0.0)
 
 
 class AsyncRecordIndexBuilder:
@@ -144,7 +136,7 @@ class AsyncRecordIndexBuilder:
         if pending_indexing(tl) is not None or RECORD_INDEX in t.config.metadata_partitions_inflight:
             self.abort(tl)
             tl = tl.reload()
-        writer = t._prepare_metadata({**self.options, "hoodie.metadata.record.index.enable": "false"}, tl)
+        writer = t._prepare_metadata({**self.options, C.RECORD_INDEX_ENABLE: "false"}, tl)
         if writer is None:
             raise ConfigError("the record index lives in the metadata table: hoodie.metadata.enable must be true")
         if num_file_groups is not None and num_file_groups < 1:
@@ -232,7 +224,7 @@ class AsyncRecordIndexBuilder:
             if time.monotonic() > deadline:
                 raise PyHudiError(
                     f"{self.base_path}: write(s) {', '.join(sorted(still))} still pending after {self.timeout_s:.0f} s "
-                    f"({CHECK_TIMEOUT}); a writer that died leaves its instant pending until the next write rolls it "
+                    f"({C.INDEX_CHECK_TIMEOUT}); a writer that died leaves its instant pending until the next write rolls it "
                     "back: write again, then rerun the index build"
                 )
             waiting = still

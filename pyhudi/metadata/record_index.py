@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pyhudi import config as C
 from pyhudi.errors import ConfigError
 from pyhudi.hfile import HFileReader, hfile_bytes
 from pyhudi.io.arrow import to_binary_array
@@ -39,11 +40,6 @@ from pyhudi.metadata.records import (
 from pyhudi.spark.partitioning import ROUTE_COL, route_values
 from pyhudi.table.timeline import parse_instant_time
 
-MIN_FILE_GROUPS = "hoodie.metadata.record.index.min.filegroup.count"
-MAX_FILE_GROUPS = "hoodie.metadata.record.index.max.filegroup.count"
-MAX_FILE_GROUP_SIZE = "hoodie.metadata.record.index.max.filegroup.size"
-GROWTH_FACTOR = "hoodie.metadata.record.index.growth.factor"
-DEFAULTS = {MIN_FILE_GROUPS: "10", MAX_FILE_GROUPS: "10000", MAX_FILE_GROUP_SIZE: str(1 << 30), GROWTH_FACTOR: "2.0"}
 ASSUMED_BYTES_PER_ENTRY = 48  # Hudi's estimate when sizing the partition
 
 LOCATION_SCHEMA = pa.schema(
@@ -53,14 +49,14 @@ LOCATION_SCHEMA = pa.schema(
 
 def estimate_file_groups(num_records: int, options: Mapping[str, str] | None = None) -> int:
     """Hudi's estimate of the record index's file group count for ``num_records`` keys."""
-    o = {**DEFAULTS, **{k: str(v) for k, v in (options or {}).items() if k in DEFAULTS}}
-    try:
-        lo, hi = int(o[MIN_FILE_GROUPS]), int(o[MAX_FILE_GROUPS])
-        max_size, growth = int(o[MAX_FILE_GROUP_SIZE]), float(o[GROWTH_FACTOR])
-    except ValueError as e:
-        raise ConfigError(f"record index sizing option: {e}") from None
-    if lo < 1 or hi < lo or max_size < ASSUMED_BYTES_PER_ENTRY or growth <= 0:
-        raise ConfigError(f"record index sizing options out of range: {MIN_FILE_GROUPS}={lo}, {MAX_FILE_GROUPS}={hi}")
+    o = options or {}
+    lo, hi = C.int_option(o, C.RECORD_INDEX_MIN_FILE_GROUPS, 1), C.int_option(o, C.RECORD_INDEX_MAX_FILE_GROUPS, 1)
+    max_size = C.int_option(o, C.RECORD_INDEX_MAX_FILE_GROUP_SIZE, ASSUMED_BYTES_PER_ENTRY)
+    growth = C.float_option(o, C.RECORD_INDEX_GROWTH_FACTOR, 0.0)
+    if hi < lo:
+        raise ConfigError(
+            f"option {C.RECORD_INDEX_MAX_FILE_GROUPS}={hi} is below {C.RECORD_INDEX_MIN_FILE_GROUPS}={lo}"
+        )
     if lo == hi:
         return lo
     n = math.ceil(num_records * growth / (max_size / ASSUMED_BYTES_PER_ENTRY))

@@ -18,7 +18,6 @@ from typing import Any
 
 from pyhudi import config as C
 from pyhudi.config import METADATA_ENABLE, RECORD_INDEX_ENABLE
-from pyhudi.errors import ConfigError
 from pyhudi.hfile import HFileWriter
 from pyhudi.io import bloom
 from pyhudi.io.compression import CODEC_GZ
@@ -59,8 +58,6 @@ from pyhudi.table.timeline import (
     InstantTimeGenerator,
 )
 
-COMPACT_MAX_DELTA_COMMITS = "hoodie.metadata.compact.max.delta.commits"
-DEFAULT_COMPACT_MAX_DELTA_COMMITS = 10
 FILE_SLICES_RETAINED = 2  # file slices kept per metadata file group after a compaction
 INIT_PREFIX = "00000000000000"  # partition initialisation instants: 14 zeros + a 3-digit partition offset
 RLI_INIT_OFFSET = 2  # record_index initialises at 00000000000000002, as in Hudi 1.1 tables
@@ -455,14 +452,7 @@ def rli_enabled(options: Mapping[str, str]) -> bool:
 
 
 def mdt_max_delta_commits(options: Mapping[str, str]) -> int:
-    raw = options.get(COMPACT_MAX_DELTA_COMMITS, str(DEFAULT_COMPACT_MAX_DELTA_COMMITS))
-    try:
-        n = int(str(raw))
-    except ValueError:
-        raise ConfigError(f"option {COMPACT_MAX_DELTA_COMMITS} must be an integer, got {raw!r}") from None
-    if n < 1:
-        raise ConfigError(f"option {COMPACT_MAX_DELTA_COMMITS} must be >= 1, got {n}")
-    return n
+    return C.int_option(options, C.METADATA_COMPACT_MAX_DELTA_COMMITS, 1)
 
 
 __all__ = ["METADATA_FOLDER", "MetadataWriter"]

@@ -30,6 +30,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
+from pyhudi import config as C
 from pyhudi.errors import ConfigError, CorruptFileError, InvalidInputError, StorageError
 from pyhudi.io import bloom as bloom_mod
 from pyhudi.io.arrow import binary_array, binary_buffers, to_binary_array
@@ -38,16 +39,11 @@ from pyhudi.io.storage import Storage
 from pyhudi.table.filenames import BaseFileName, FileNameError
 from pyhudi.table.schema import COMMIT_SEQNO_COL, COMMIT_TIME_COL, META_COLUMNS, RECORD_KEY_COL
 
-COMPRESSION_CODEC = "hoodie.parquet.compression.codec"
-BLOCK_SIZE = "hoodie.parquet.block.size"
-PAGE_SIZE = "hoodie.parquet.page.size"
-DICTIONARY_ENABLED = "hoodie.parquet.dictionary.enabled"
-COMPRESSION_LEVEL = "pyhudi.parquet.compression.level"
-DEFAULT_COMPRESSION_CODEC = "gzip"
+DEFAULT_COMPRESSION_CODEC = str(C.PARQUET_COMPRESSION.default)
 # gzip level 1 writes about 6x faster than zlib's default level 6 for files ~4% larger
 DEFAULT_GZIP_LEVEL = 1
-DEFAULT_BLOCK_SIZE = 120 * 1024 * 1024
-DEFAULT_PAGE_SIZE = 1024 * 1024
+DEFAULT_BLOCK_SIZE = int(str(C.PARQUET_BLOCK_SIZE.default))
+DEFAULT_PAGE_SIZE = int(str(C.PARQUET_PAGE_SIZE.default))
 
 _CODECS = {
     "gzip": "gzip",
@@ -72,26 +68,26 @@ class ParquetOptions:
     @staticmethod
     def from_options(options: Mapping[str, str] | None) -> ParquetOptions:
         options = options or {}
-        codec = str(options.get(COMPRESSION_CODEC, DEFAULT_COMPRESSION_CODEC)).strip().lower()
+        codec = str(options.get(C.PARQUET_COMPRESSION, DEFAULT_COMPRESSION_CODEC)).strip().lower()
         if codec not in _CODECS:
             raise ConfigError(
-                f"{COMPRESSION_CODEC}: unsupported codec {codec!r} (use one of {sorted(_CODECS)})"
+                f"{C.PARQUET_COMPRESSION}: unsupported codec {codec!r} (use one of {sorted(_CODECS)})"
             )
         try:
-            block = int(options.get(BLOCK_SIZE, DEFAULT_BLOCK_SIZE))
-            page = int(options.get(PAGE_SIZE, DEFAULT_PAGE_SIZE))
+            block = int(options.get(C.PARQUET_BLOCK_SIZE, DEFAULT_BLOCK_SIZE))
+            page = int(options.get(C.PARQUET_PAGE_SIZE, DEFAULT_PAGE_SIZE))
         except ValueError as e:
-            raise ConfigError(f"{BLOCK_SIZE}/{PAGE_SIZE}: {e}") from None
+            raise ConfigError(f"{C.PARQUET_BLOCK_SIZE}/{C.PARQUET_PAGE_SIZE}: {e}") from None
         if block <= 0 or page <= 0:
-            raise ConfigError(f"{BLOCK_SIZE} and {PAGE_SIZE} must be positive")
-        dict_opt = str(options.get(DICTIONARY_ENABLED, "true")).strip().lower()
+            raise ConfigError(f"{C.PARQUET_BLOCK_SIZE} and {C.PARQUET_PAGE_SIZE} must be positive")
+        dict_opt = str(options.get(C.PARQUET_DICTIONARY_ENABLED, "true")).strip().lower()
         if dict_opt not in ("true", "false"):
-            raise ConfigError(f"{DICTIONARY_ENABLED}: expected true or false, got {dict_opt!r}")
-        raw_level = options.get(COMPRESSION_LEVEL)
+            raise ConfigError(f"{C.PARQUET_DICTIONARY_ENABLED}: expected true or false, got {dict_opt!r}")
+        raw_level = options.get(C.PARQUET_COMPRESSION_LEVEL)
         try:
             level = int(raw_level) if raw_level is not None else (DEFAULT_GZIP_LEVEL if codec == "gzip" else None)
         except ValueError:
-            raise ConfigError(f"{COMPRESSION_LEVEL}: expected an integer, got {raw_level!r}") from None
+            raise ConfigError(f"{C.PARQUET_COMPRESSION_LEVEL}: expected an integer, got {raw_level!r}") from None
         return ParquetOptions(codec, block, page, dict_opt == "true", level)
 
     @property

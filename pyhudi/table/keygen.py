@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import decimal
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TypeAlias
 
@@ -36,21 +36,23 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pyhudi.config import (
+    COMPLEX_NEW_ENCODING,
+    CONSISTENT_LOGICAL_TS,
+    PARTITIONPATH_FIELD,
+    RECORDKEY_FIELD,
+    WRITE_TABLE_VERSION,
+    infer_keygen_type,
+)
 from pyhudi.config import HIVE_STYLE_PARTITIONING as HIVE_STYLE
 from pyhudi.config import KEYGENERATOR_CLASS as KEYGEN_CLASS
 from pyhudi.config import KEYGENERATOR_TYPE as KEYGEN_TYPE
-from pyhudi.config import PARTITIONPATH_FIELD, RECORDKEY_FIELD
 from pyhudi.config import URL_ENCODE_PARTITIONING as URL_ENCODE
 from pyhudi.errors import ConfigError, InvalidInputError
 from pyhudi.table.properties import KEYGENERATOR_CLASS as TABLE_KEYGEN_CLASS
 from pyhudi.table.properties import KEYGENERATOR_TYPE as TABLE_KEYGEN_TYPE
 from pyhudi.table.properties import PARTITION_FIELDS as TABLE_PARTITION_FIELDS
 from pyhudi.table.properties import RECORDKEY_FIELDS as TABLE_RECORDKEY_FIELDS
-
-# -- option names only the key generators read ----------------------------------------------------------------
-COMPLEX_NEW_ENCODING = "hoodie.write.complex.keygen.new.encoding"
-WRITE_TABLE_VERSION = "hoodie.write.table.version"
-CONSISTENT_LOGICAL_TS = "hoodie.datasource.write.keygenerator.consistent.logical.timestamp.enabled"
 
 SIMPLE = "SIMPLE"
 COMPLEX = "COMPLEX"
@@ -120,15 +122,6 @@ def _bool(options: Mapping[str, str], key: str, default: bool = False) -> bool:
     return s == "true"
 
 
-def infer_type(record_key_fields: Sequence[str], partition_fields: Sequence[str]) -> str:
-    """Hudi's ``KeyGenUtils.inferKeyGeneratorType``."""
-    if not partition_fields:
-        return NON_PARTITION
-    if len(partition_fields) == 1 and len(record_key_fields) <= 1:
-        return SIMPLE
-    return COMPLEX
-
-
 @dataclass(frozen=True)
 class KeyGenerator:
     """Computes ``_hoodie_record_key`` and ``_hoodie_partition_path`` for Arrow batches."""
@@ -185,7 +178,7 @@ class KeyGenerator:
                 if type_name is None:
                     raise ConfigError(f"{KEYGEN_CLASS}: unsupported key generator class {cls!r}")
         if type_name is None:
-            type_name = infer_type(rk, pf)
+            type_name = infer_keygen_type(rk, pf)
         if _bool(options, CONSISTENT_LOGICAL_TS):
             raise ConfigError(f"{CONSISTENT_LOGICAL_TS}=true is not supported")
         version = options.get(WRITE_TABLE_VERSION) or options.get("hoodie.table.version")

@@ -98,7 +98,7 @@ class Table:
         """Create an empty COPY_ON_WRITE table with the given data schema and write options."""
         wc = C.WriteConfig.from_options(options)
         name = options.get(C.TABLE_NAME) or posixpath.basename(uri.rstrip("/")) or "table"
-        ttype = str(options.get(C.TABLE_TYPE, "COPY_ON_WRITE")).upper()
+        ttype = str(C.TABLE_TYPE.get(options)).strip().upper()
         if ttype != "COPY_ON_WRITE":
             raise ConfigError(f"option {C.TABLE_TYPE}: only COPY_ON_WRITE tables can be written, not {ttype!r}")
         storage, path = Storage.from_uri(uri)
@@ -231,7 +231,7 @@ class Table:
             return AsyncRecordIndexBuilder(self, options, spark=spark).build(num_file_groups)
         tl = timeline or self.timeline()
         if writer is None:
-            writer = self._prepare_metadata({**(options or {}), "hoodie.metadata.record.index.enable": "false"}, tl)
+            writer = self._prepare_metadata({**(options or {}), C.RECORD_INDEX_ENABLE: "false"}, tl)
             if writer is None:
                 raise ConfigError("the record index lives in the metadata table: hoodie.metadata.enable must be true")
         view = self.view(tl)

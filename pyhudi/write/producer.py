@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pyhudi import config as C
 from pyhudi.errors import InvalidInputError
 from pyhudi.index.base import LOC_FILE_ID_COL, LOC_PARTITION_COL, KeyRouting, index_for
-from pyhudi.io import bloom as bloom_mod
 from pyhudi.io.storage import Storage
 from pyhudi.spark import cached
 from pyhudi.spark.errors import task_errors
@@ -52,7 +52,7 @@ from pyhudi.write.status import STAT_COLUMNS, WRITE_STATUS_SCHEMA, WriteStat
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-FAULT_OPTION = "pyhudi.test.fault"  # test-only fault injection: after_write | before_commit | hang_before_commit
+FAULT_OPTION = C.FAULT  # test-only fault injection: after_write | before_commit | hang_before_commit
 FAULT_ENV = "PYHUDI_TEST_FAULT"
 _HASH_RANGE = 1 << 30
 
@@ -362,7 +362,7 @@ class WriteProducer:
             event_time_ordering=self.cfg.merge_mode == "EVENT_TIME_ORDERING",
             parquet_options={
                 "hoodie.parquet.compression.codec": self.cfg.parquet_compression,
-                **{k: v for k, v in self.cfg.options.items() if k in bloom_mod.CONFIG_OPTIONS},
+                **{k: v for k, v in self.cfg.options.items() if k in C.BLOOM_FILTER_OPTIONS},
             },
             buckets={b.id: b for b in buckets},
             sort_by_key=self.sort_by_key,

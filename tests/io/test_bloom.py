@@ -17,12 +17,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pyhudi.config import BLOOM_DYNAMIC_MAX_ENTRIES, BLOOM_FILTER_TYPE, BLOOM_FPP, BLOOM_NUM_ENTRIES
 from pyhudi.errors import ConfigError, CorruptFileError, InvalidInputError, UnsupportedFormatError
 from pyhudi.io.bloom import (
-    CONFIG_DYNAMIC_MAX_ENTRIES,
-    CONFIG_FILTER_TYPE,
-    CONFIG_FPP,
-    CONFIG_NUM_ENTRIES,
     HFILE_BLOOM_META_BLOCK,
     HFILE_BLOOM_TYPE_CODE_KEY,
     PARQUET_BLOOM_FILTER_KEY,
@@ -222,21 +219,21 @@ def test_sizing_matches_hudi(entries: int, fpp: float, bits: int, hashes: int) -
 def test_from_config() -> None:
     bf = BloomFilter.from_config(
         {
-            CONFIG_NUM_ENTRIES: "100",
-            CONFIG_FPP: "0.01",
-            CONFIG_DYNAMIC_MAX_ENTRIES: "300",
-            CONFIG_FILTER_TYPE: "dynamic_v0",
+            BLOOM_NUM_ENTRIES: "100",
+            BLOOM_FPP: "0.01",
+            BLOOM_DYNAMIC_MAX_ENTRIES: "300",
+            BLOOM_FILTER_TYPE: "dynamic_v0",
         }
     )
     assert isinstance(bf, DynamicBoundedBloomFilter)
     assert (bf.vector_size, bf.nb_hash, bf.num_entries, bf.max_entries) == (bit_size(100, 0.01), 7, 100, 300)
-    assert isinstance(BloomFilter.from_config({CONFIG_FILTER_TYPE: "SIMPLE"}), SimpleBloomFilter)
+    assert isinstance(BloomFilter.from_config({BLOOM_FILTER_TYPE: "SIMPLE"}), SimpleBloomFilter)
     assert BloomFilter.from_config({}).serialize() == BloomFilter.create().serialize()
     for bad in (
-        {CONFIG_FILTER_TYPE: "DYNAMIC"},
-        {CONFIG_FPP: "1.5"},
-        {CONFIG_NUM_ENTRIES: "0"},
-        {CONFIG_FPP: "x"},
+        {BLOOM_FILTER_TYPE: "DYNAMIC"},
+        {BLOOM_FPP: "1.5"},
+        {BLOOM_NUM_ENTRIES: "0"},
+        {BLOOM_FPP: "x"},
     ):
         with pytest.raises(ConfigError):
             BloomFilter.from_config(bad)

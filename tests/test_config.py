@@ -1,0 +1,62 @@
+"""The option registry: every option is a key with a default and documentation, aliases resolve, and options
+pyhudi knows but does not honour are refused (or warned about) by name."""
+
+from __future__ import annotations
+
+import pickle
+import warnings
+
+import pyarrow as pa
+import pytest
+
+from pyhudi import config as C
+from pyhudi.errors import ConfigError
+
+
+def test_options_are_keys_with_docs() -> None:
+    assert C.OPERATION == "hoodie.datasource.write.operation"
+    assert {C.OPERATION: "x"}["hoodie.datasource.write.operation"] == "x"
+    for key, opt in C.OPTIONS.items():
+        assert key == opt and opt.doc, key
+        assert key.startswith(("hoodie.", "pyhudi.")), key
+    assert C.DEFAULTS[C.INDEX_TYPE] == "SIMPLE"
+
+
+def test_option_pickles_as_plain_key() -> None:
+    back = pickle.loads(pickle.dumps(C.INDEX_TYPE))
+    assert back == "hoodie.index.type" and type(back) is str
+
+
+def test_option_defined_twice_is_refused() -> None:
+    with pytest.raises(ValueError, match="defined twice"):
+        C.Option("hoodie.index.type", None, "again", section="index")
+
+
+def test_alias_is_read() -> None:
+    assert C.TABLE_TYPE.get({"hoodie.table.type": "MERGE_ON_READ"}) == "MERGE_ON_READ"
+    assert C.TABLE_TYPE.get({}) == "COPY_ON_WRITE"
+    assert C.int_option({"hoodie.clean.commits.retained": "3"}, C.CLEANER_COMMITS_RETAINED) == 3
+
+
+def test_not_honoured_option_is_an_error_naming_it() -> None:
+    opts = {C.RECORDKEY_FIELD: "k", "hoodie.schema.on.read.enable": "true"}
+    with pytest.raises(ConfigError, match=r"hoodie\.schema\.on\.read\.enable"):
+        C.WriteConfig.from_options(opts)
+    C.WriteConfig.from_options({C.RECORDKEY_FIELD: "k", "hoodie.schema.on.read.enable": "false"})
+
+
+def test_warn_only_option_warns() -> None:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        C.check_honoured({"hoodie.metadata.index.column.stats.enable": "true"})
+    assert any("column.stats" in str(w.message) for w in caught)
+
+
+@pytest.mark.parametrize("key", ["hoodie.table.type", "hoodie.datasource.write.table.type"])
+def test_merge_on_read_table_is_refused_not_ignored(tmp_path, key: str) -> None:  # type: ignore[no-untyped-def]
+    from pyhudi.table.table import Table
+
+    with pytest.raises(ConfigError, match="MERGE_ON_READ"):
+        Table.create(str(tmp_path / "t"), pa.schema([("k", pa.string())]),
+                     {C.RECORDKEY_FIELD: "k", key: "MERGE_ON_READ"})
+    assert not (tmp_path / "t").exists()
