@@ -3,29 +3,13 @@
 from __future__ import annotations
 
 import os
-import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from tests.paths import HFILE_VECTORS, SHARED_FIXTURES, TABLE_ZIPS_DIR
-
-__all__ = ["HFILE_VECTORS", "SHARED_FIXTURES", "TABLE_ZIPS_DIR"]
-
-
-def table_zip_names() -> list[str]:
-    """File names of the zipped fixture tables (empty when the fixtures are not mounted)."""
-    return sorted(p.name for p in TABLE_ZIPS_DIR.glob("*.zip")) if TABLE_ZIPS_DIR.is_dir() else []
-
-
-def extract_zip(zip_path: Path, dest: Path) -> Path:
-    """Extract ``zip_path`` into ``dest/<zip stem>/`` (never in place), skipping macOS ``__MACOSX`` junk."""
-    out = dest / zip_path.stem
-    with zipfile.ZipFile(zip_path) as zf:
-        members = [m for m in zf.namelist() if not m.startswith("__MACOSX/")]
-        zf.extractall(out, members)
-    return out
+from tests.support.fixtures import MDT_ZIPS, ZIPS, extract_zip, unzip_table
 
 
 @pytest.fixture
@@ -40,6 +24,24 @@ def unzipped_table(tmp_path: Path) -> Callable[[str], Path]:
         return extract_zip(src, tmp_path)
 
     return _unzip
+
+
+@pytest.fixture(scope="session")
+def fixture_tables(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """zip name -> base path of the unzipped data table (shared by the session's tests: read only)."""
+    if not ZIPS:
+        pytest.skip("fixture tables not available")
+    root = tmp_path_factory.mktemp("fixtures")
+    return {z: unzip_table(z, root) for z in ZIPS}
+
+
+@pytest.fixture(scope="session")
+def mdt_tables(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """zip name -> base path of each unzipped fixture table that has a metadata table (read only)."""
+    if not MDT_ZIPS:
+        pytest.skip("fixture tables not available")
+    root = tmp_path_factory.mktemp("mdt_fixtures")
+    return {z: unzip_table(z, root) for z in MDT_ZIPS}
 
 
 @pytest.fixture(scope="session")

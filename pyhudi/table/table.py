@@ -28,10 +28,11 @@ from pyhudi.metadata.writer import (
     mdt_max_delta_commits,
     rli_enabled,
 )
+from pyhudi.services.clean import clean as run_clean
+from pyhudi.services.rollback import rollback_failed_writes
 from pyhudi.spark.errors import task_errors
 from pyhudi.spark.progress import Progress
 from pyhudi.table import base_file, markers
-from pyhudi.table.clean import clean as run_clean
 from pyhudi.table.fsview import FileSystemView
 from pyhudi.table.properties import (
     METADATA_PARTITIONS,
@@ -42,7 +43,6 @@ from pyhudi.table.properties import (
     read_table_config,
     update_table_config,
 )
-from pyhudi.table.rollback import rollback_failed_writes
 from pyhudi.table.schema import COMMIT_TIME_COL, avro_schema_json, avro_to_arrow, check_compatible, with_meta
 from pyhudi.table.timeline import ActiveTimeline, Instant, InstantTimeGenerator
 from pyhudi.write.context import WriteJob

@@ -34,7 +34,7 @@ from pyhudi.write.context import WriteJob
 from pyhudi.write.executor import OP_COL
 from pyhudi.write.producer import PRODUCERS
 from tests.paths import TABLE_ZIPS_DIR
-from tests.table.conftest import unzip_table
+from tests.support.fixtures import unzip_table
 
 hudi = pytest.importorskip("hudi")
 

@@ -26,7 +26,7 @@ from pyhudi.table.table import Table
 from pyhudi.table.timeline import COMMIT, COMPACTION, DELTA_COMMIT, ActiveTimeline
 from tests.metadata.conftest import crash_next_metadata_compactions
 from tests.paths import TABLE_ZIPS_DIR
-from tests.table.conftest import unzip_table
+from tests.support.fixtures import unzip_table
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]  # Spark-heavy: run by make test-all
 

@@ -14,7 +14,7 @@ import pytest
 from pyhudi.metadata.reader import FILES, MetadataTableReader
 from pyhudi.metadata.validate import validate_table
 from pyhudi.metadata.writer import INIT_PREFIX, MetadataWriter
-from pyhudi.table.clean import clean as run_clean
+from pyhudi.services.clean import clean as run_clean
 from pyhudi.table.filenames import parse_data_file_name
 from pyhudi.table.table import Table
 from pyhudi.table.timeline import COMMIT, COMPACTION, DELTA_COMMIT, ActiveTimeline, InstantTimeGenerator

@@ -13,7 +13,7 @@ from pyhudi.metadata.reader import RECORD_INDEX, MetadataListing, MetadataTableR
 from pyhudi.metadata.records import record_index_file_group
 from pyhudi.table.filenames import parse_data_file_name
 from pyhudi.table.fsview import FileSystemView, StorageListing
-from tests.metadata.conftest import MDT_ZIPS
+from tests.support.fixtures import MDT_ZIPS
 
 
 def _reader(base: Path) -> MetadataTableReader:

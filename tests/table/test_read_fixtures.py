@@ -11,7 +11,7 @@ from hudi import HudiReadOptions, HudiTableBuilder
 
 from pyhudi import Table
 from tests.paths import TABLE_ZIPS_DIR
-from tests.table.conftest import unzip_table
+from tests.support.fixtures import unzip_table
 
 COW = sorted(p.name for p in TABLE_ZIPS_DIR.glob("cow_v9_*.zip"))
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from pyhudi.services.rollback import read_rollback_metadata
 from pyhudi.table import markers
-from pyhudi.table.rollback import read_rollback_metadata
 from pyhudi.table.table import Table
 from pyhudi.write.producer import FAULT_OPTION
 from tests.write.robust_helpers import (

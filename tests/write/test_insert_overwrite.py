@@ -28,9 +28,9 @@ from pyhudi.errors import InvalidInputError
 from pyhudi.metadata.reader import RECORD_INDEX
 from pyhudi.metadata.validate import validate_table
 from pyhudi.metadata.writer import MetadataWriter
+from pyhudi.services.rollback import read_rollback_metadata
 from pyhudi.table import markers
 from pyhudi.table.filenames import parse_data_file_name
-from pyhudi.table.rollback import read_rollback_metadata
 from pyhudi.table.table import Table
 from pyhudi.table.timeline import REPLACE_COMMIT, Instant, State
 from pyhudi.write.producer import FAULT_OPTION

@@ -36,7 +36,8 @@ from typing import Any
 from pyhudi.errors import CorruptFileError, PyHudiError
 from pyhudi.io.storage import Storage
 from pyhudi.table import markers
-from pyhudi.table._listing import list_data_files, list_partitions
+from pyhudi.table.filenames import parse_data_file_name
+from pyhudi.table.fsview import StorageListing
 from pyhudi.table.timeline import (
     COMMIT,
     DELTA_COMMIT,
@@ -110,10 +111,12 @@ def plan_rollback(storage: Storage, base_path: str, instant_time: str, action: s
             folder = posixpath.join(base_path, partition) if partition else base_path
             requests.append(_request(partition, posixpath.join(folder, name)))
     else:
-        for partition in list_partitions(storage, base_path):
-            for f in list_data_files(storage, base_path, partition):
-                if f.instant_time == instant_time:
-                    requests.append(_request(partition, f.path))
+        for partition, entries in StorageListing(storage, base_path).list_partition_files().items():
+            folder = posixpath.join(base_path, partition) if partition else base_path
+            for e in entries:
+                parsed = parse_data_file_name(e.name)
+                if parsed is not None and parsed.instant == instant_time:
+                    requests.append(_request(partition, posixpath.join(folder, e.name)))
     return {
         "instantToRollback": {"commitTime": instant_time, "action": action},
         "RollbackRequests": requests,

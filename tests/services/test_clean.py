@@ -6,7 +6,7 @@ import pyarrow as pa
 import pytest
 
 from pyhudi.io import avro
-from pyhudi.table.clean import clean, earliest_commit_to_retain, read_clean_metadata, read_clean_plan
+from pyhudi.services.clean import clean, earliest_commit_to_retain, read_clean_metadata, read_clean_plan
 from pyhudi.table.timeline import ActiveTimeline
 from tests.table._fabricate import LOCAL, Clock, commit, make_table
 

@@ -26,8 +26,8 @@ file already gone counts as failed, as in Hudi; ``bootstrapPartitionMetadata`` =
 
 A pending clean (crash mid-way) is completed by the next :func:`clean` call before a new one is planned.
 
-The file listing comes from :mod:`pyhudi.table._listing` behind :func:`file_groups` (swap for the file-system
-view module when it lands).
+File groups and slices come from :class:`~pyhudi.table.fsview.FileSystemView` (a storage listing, every file
+group including replaced ones), so a log file belongs to the slice its completion time puts it in.
 """
 
 from __future__ import annotations
@@ -35,13 +35,12 @@ from __future__ import annotations
 import posixpath
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from pyhudi.errors import PyHudiError
 from pyhudi.io.storage import Storage
-from pyhudi.table._listing import DataFile, list_data_files, list_partitions
-from pyhudi.table.rollback import Hook, TimeSource, next_time
+from pyhudi.services.rollback import Hook, TimeSource, next_time
+from pyhudi.table.fsview import FileSystemView, StorageListing
 from pyhudi.table.timeline import (
     CLEAN,
     CLUSTERING,
@@ -60,57 +59,6 @@ KEEP_LATEST_COMMITS = "KEEP_LATEST_COMMITS"
 DEFAULT_COMMITS_RETAINED = 10
 CLEAN_PLAN_VERSION = 2
 CLEAN_METADATA_VERSION = 2
-
-
-@dataclass
-class FileSlice:
-    """A base file (maybe absent in a log-only slice) and the log files written on it."""
-
-    file_id: str
-    base_instant: str
-    base: DataFile | None = None
-    logs: list[DataFile] = field(default_factory=list)
-
-    @property
-    def files(self) -> list[DataFile]:
-        return ([self.base] if self.base is not None else []) + sorted(self.logs, key=lambda f: f.name)
-
-
-# -- listing (swap point for pyhudi.table.fsview) ---------------------------------------------------------------
-def _is_visible(instant_time: str, timeline: Timeline) -> bool:
-    if timeline.is_completed(instant_time):
-        return True
-    first = timeline.first()
-    return first is not None and instant_time < first.requested_time and not timeline.contains(instant_time)
-
-
-def file_groups(
-    storage: Storage, base_path: str, partition: str, timeline: Timeline
-) -> dict[str, list[FileSlice]]:
-    """fileId -> its committed file slices, latest first."""
-    by_fid: dict[str, list[DataFile]] = {}
-    for f in list_data_files(storage, base_path, partition):
-        if _is_visible(f.instant_time, timeline):
-            by_fid.setdefault(f.file_id, []).append(f)
-    out: dict[str, list[FileSlice]] = {}
-    for fid, files in by_fid.items():
-        slices: dict[str, FileSlice] = {}
-        for b in files:
-            if b.is_base:
-                slices[b.instant_time] = FileSlice(fid, b.instant_time, b)
-        bases = sorted(slices)
-        orphans: list[DataFile] = []
-        for lf in (f for f in files if f.is_log):
-            owner = [t for t in bases if t <= lf.instant_time]
-            if owner:
-                slices[owner[-1]].logs.append(lf)
-            else:
-                orphans.append(lf)
-        if orphans:  # log-only first slice (MOR inserts into logs): keyed by its earliest log instant
-            key = min(f.instant_time for f in orphans)
-            slices[key] = FileSlice(fid, key, None, orphans)
-        out[fid] = sorted(slices.values(), key=lambda s: s.base_instant, reverse=True)
-    return out
 
 
 # -- planning ---------------------------------------------------------------------------------------------------
@@ -156,13 +104,16 @@ def plan_clean(
     replaced_old = _replaced_file_ids(timeline, e)
     replaced_any = _all_replaced_file_ids(timeline)
     to_delete: dict[str, list[dict[str, Any]]] = {}
-    for partition in list_partitions(storage, base_path):
-        doomed: list[DataFile] = []
-        for fid, slices in file_groups(storage, base_path, partition, timeline).items():
-            if fid in replaced_old.get(partition, set()):
-                doomed.extend(f for s in slices for f in s.files)
+    files = StorageListing(storage, base_path).list_partition_files()
+    view = FileSystemView.build(files, timeline.commits())  # every file group, replaced ones included
+    for partition in view.partitions():
+        doomed: list[str] = []
+        for fg in view.file_groups(partition):
+            slices = list(reversed(fg.slices))  # latest first
+            if fg.file_id in replaced_old.get(partition, set()):
+                doomed.extend(rel for s in slices for rel in s.relative_paths)
                 continue
-            if fid in replaced_any.get(partition, set()) or not slices:
+            if fg.file_id in replaced_any.get(partition, set()) or not slices:
                 continue
             last_version = slices[0].base_instant
             before = next((s.base_instant for s in slices if s.base_instant < e), None)
@@ -170,11 +121,11 @@ def plan_clean(
                 if s.base_instant in (last_version, before):
                     continue
                 if s.base_instant < e:
-                    doomed.extend(s.files)
+                    doomed.extend(s.relative_paths)
         if doomed:
             to_delete[partition] = [
-                {"filePath": f.path, "isBootstrapBaseFile": False}
-                for f in sorted(doomed, key=lambda f: f.name)
+                {"filePath": posixpath.join(base_path, rel), "isBootstrapBaseFile": False}
+                for rel in sorted(doomed, key=posixpath.basename)
             ]
     if not to_delete:
         return None

@@ -6,13 +6,13 @@ from pathlib import Path
 import pytest
 
 from pyhudi.io import avro
-from pyhudi.table import markers
-from pyhudi.table.rollback import (
+from pyhudi.services.rollback import (
     read_rollback_metadata,
     read_rollback_plan,
     rollback_failed_writes,
     rollback_instant,
 )
+from pyhudi.table import markers
 from pyhudi.table.timeline import ActiveTimeline, State
 from tests.table._fabricate import LOCAL, Clock, commit, make_table, timeline_names
 

@@ -1,0 +1,1 @@
+"""Table services: rollback, clean, archive and compaction, for data and metadata tables alike."""
