@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import posixpath
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +38,7 @@ import numpy as np
 import pyarrow as pa
 
 from pyhudi import config as C
+from pyhudi import faults
 from pyhudi.errors import ConfigError, PyHudiError
 from pyhudi.metadata.reader import RECORD_INDEX, metadata_base_path
 from pyhudi.metadata.writer import DRIVER_TOKEN, INIT_PREFIX, RLI_INIT_OFFSET, MetadataWriter
@@ -68,9 +69,8 @@ FILE_GROUP_COUNT_KEY = "recordIndexFileGroupCount"  # extraMetadata of the plan'
 INIT_INSTANT = f"{INIT_PREFIX}{RLI_INIT_OFFSET:03d}"
 _WRITE_ACTIONS = (COMMIT, DELTA_COMMIT, REPLACE_COMMIT)
 
-#: test and progress hook: called with the name of each phase as it starts (schedule, snapshot, build, catch_up,
-#: complete)
-PhaseHook = Callable[[str], None]
+#: the fault points (:mod:`pyhudi.faults`) reached as each phase starts
+PHASES = ("index.schedule", "index.snapshot", "index.build", "index.catch_up", "index.complete")
 
 
 @dataclass(frozen=True)
@@ -104,12 +104,10 @@ class AsyncRecordIndexBuilder:
         options: Mapping[str, str] | None = None,
         *,
         spark: SparkSession | None = None,
-        hook: PhaseHook | None = None,
     ) -> None:
         self.table = table
         self.options = {k: str(v) for k, v in (options or {}).items()}
         self.spark = spark
-        self.hook = hook or (lambda _phase: None)
         self.storage = table.storage
         self.base_path = table.base_path
         self.meta = posixpath.join(self.base_path, METAFOLDER)
@@ -127,7 +125,7 @@ class AsyncRecordIndexBuilder:
     def schedule(self, num_file_groups: int | None = None) -> IndexingPlan:
         from pyhudi.metadata.record_index import estimate_file_groups
 
-        self.hook("schedule")
+        faults.at("index.schedule")
         t = self.table
         tl = t.timeline()
         t.config = read_table_config(self.storage, self.meta)
@@ -162,7 +160,7 @@ class AsyncRecordIndexBuilder:
         from pyhudi.spark.session import get_spark
 
         t = self.table
-        self.hook("snapshot")
+        faults.at("index.snapshot")
         snapshot = self._wait_for_pending(t.timeline())
         writer = MetadataWriter(self.storage, self.base_path, t.config)
         view = t.view(snapshot)
@@ -172,15 +170,15 @@ class AsyncRecordIndexBuilder:
         done_at_snapshot = {i.requested_time for i in snapshot.completed()}
 
         def write_files() -> dict[str, list[dict[str, Any]]]:
-            self.hook("build")
+            faults.at("index.build")
             with task_errors():
                 built = build_base_files(spark, files, self.storage, self.base_path, writer.mdt_path, INIT_INSTANT,
                                          plan.file_groups, par)
-            self.hook("catch_up")
+            faults.at("index.catch_up")
             return {RECORD_INDEX: built + self._catch_up(plan, done_at_snapshot)}
 
         writer.create_record_index(INIT_INSTANT, write_files, plan.file_groups)
-        self.hook("complete")
+        faults.at("index.complete")
         cfg = read_table_config(self.storage, self.meta)
         t.config = update_table_config(self.storage, self.meta, {
             METADATA_PARTITIONS_INFLIGHT: ",".join(p for p in cfg.metadata_partitions_inflight if p != RECORD_INDEX)

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from pyhudi import config as C
+from pyhudi import faults
 from pyhudi.config import METADATA_ENABLE, RECORD_INDEX_ENABLE
 from pyhudi.hfile import HFileWriter
 from pyhudi.io import bloom
@@ -392,6 +393,7 @@ class MetadataWriter:
                 data, n = self._base_hfile(live, rel), len(live)
             self.storage.write_bytes(posixpath.join(self.mdt_path, rel), data)
             stats[part].append(_write_stat(part, fs.file_id, rel, len(data), n, False, "null"))
+        faults.at("metadata.compaction.before_complete")
         return tl.complete(inflight, _commit_metadata(stats, "COMPACT"), self._completion_time(tl, instant))
 
     @staticmethod

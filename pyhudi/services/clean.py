@@ -37,9 +37,10 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from pyhudi import faults
 from pyhudi.errors import PyHudiError
 from pyhudi.io.storage import Storage
-from pyhudi.services.rollback import Hook, TimeSource, next_time
+from pyhudi.services.rollback import TimeSource, next_time
 from pyhudi.table.fsview import FileSystemView, StorageListing
 from pyhudi.table.timeline import (
     CLEAN,
@@ -143,11 +144,6 @@ def plan_clean(
 
 
 # -- execution --------------------------------------------------------------------------------------------------
-def _hook(hook: Hook | None, step: str) -> None:
-    if hook is not None:
-        hook(step)
-
-
 def _run(
     storage: Storage,
     base_path: str,
@@ -155,7 +151,6 @@ def _run(
     instant: Instant,
     plan: Mapping[str, Any],
     time_source: TimeSource,
-    hook: Hook | None,
     on_delete: OnDelete | None = None,
 ) -> Instant:
     start = time.monotonic()
@@ -166,7 +161,7 @@ def _run(
             inflight = candidate
         else:
             inflight = timeline.transition_to_inflight(instant, None)
-    _hook(hook, "inflight")
+    faults.at("clean.inflight")
     if on_delete is not None:
         # e.g. the metadata table records the deletions (same instant) before the files go
         on_delete(
@@ -207,7 +202,7 @@ def _run(
             "failedDeleteFiles": bad,
             "isPartitionDeleted": False,
         }
-    _hook(hook, "files_deleted")
+    faults.at("clean.files_deleted")
 
     earliest = plan.get("earliestInstantToRetain") or {}
     metadata = {
@@ -223,7 +218,7 @@ def _run(
     }
     completion = next_time(time_source, timeline.reload().latest_time())
     done = timeline.complete(inflight, metadata, completion)
-    _hook(hook, "completed")
+    faults.at("clean.completed")
     return done
 
 
@@ -242,14 +237,13 @@ def complete_pending_cleans(
     time_source: TimeSource,
     timeline: ActiveTimeline | None = None,
     *,
-    hook: Hook | None = None,
     on_delete: OnDelete | None = None,
 ) -> list[Instant]:
     tl = (timeline or ActiveTimeline.load(storage, base_path)).reload()
     done = []
     for inst in tl.by_action(CLEAN).pending():
         plan = read_clean_plan(tl, inst.requested_time)
-        done.append(_run(storage, base_path, tl, inst, plan, time_source, hook, on_delete))
+        done.append(_run(storage, base_path, tl, inst, plan, time_source, on_delete))
         tl = tl.reload()
     return done
 
@@ -261,7 +255,6 @@ def clean(
     retained: int = DEFAULT_COMMITS_RETAINED,
     new_instant_time: str | TimeSource | None = None,
     *,
-    hook: Hook | None = None,
     on_delete: OnDelete | None = None,
 ) -> Instant | None:
     """Finish pending cleans, then plan and run a KEEP_LATEST_COMMITS clean.
@@ -281,7 +274,7 @@ def clean(
         source = InstantTimeGenerator(base_path)
     else:
         source = new_instant_time
-    finished = complete_pending_cleans(storage, base_path, source, timeline, hook=hook, on_delete=on_delete)
+    finished = complete_pending_cleans(storage, base_path, source, timeline, on_delete=on_delete)
     tl = (timeline or ActiveTimeline.load(storage, base_path)).reload()
     plan = plan_clean(storage, base_path, tl, retained)
     if plan is None:
@@ -294,5 +287,5 @@ def clean(
     else:
         t = next_time(source, latest)
     requested = tl.create_requested(CLEAN, t, plan)
-    _hook(hook, "planned")
-    return _run(storage, base_path, tl, requested, plan, source, hook, on_delete)
+    faults.at("clean.planned")
+    return _run(storage, base_path, tl, requested, plan, source, on_delete)

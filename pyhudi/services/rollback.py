@@ -33,6 +33,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pyhudi import faults
 from pyhudi.errors import CorruptFileError, PyHudiError
 from pyhudi.io.storage import Storage
 from pyhudi.table import markers
@@ -56,9 +57,8 @@ ROLLBACK_METADATA_VERSION = 1
 
 #: Something that hands out new instant times: a generator or a no-argument callable.
 TimeSource = InstantTimeGenerator | Callable[[], str]
-#: Test hook called with a step name (``planned``, ``inflight``, ``files_deleted``, ``instant_deleted``,
-#: ``completed``); raising from it simulates a crash after that step.
-Hook = Callable[[str], None]
+#: Fault points (:mod:`pyhudi.faults`), reached after each step: ``rollback.planned``, ``rollback.inflight``,
+#: ``rollback.files_deleted``, ``rollback.instant_deleted``, ``rollback.completed``.
 
 
 @dataclass(frozen=True)
@@ -80,11 +80,6 @@ def next_time(source: TimeSource, floor: str | None) -> str:
     if floor is not None and t <= floor:
         raise PyHudiError(f"new instant time {t} is not after {floor}")
     return t
-
-
-def _hook(hook: Hook | None, step: str) -> None:
-    if hook is not None:
-        hook(step)
 
 
 # -- planning ---------------------------------------------------------------------------------------------------
@@ -151,7 +146,6 @@ def _execute(
     rollback_instant: Instant,
     plan: Mapping[str, Any],
     time_source: TimeSource,
-    hook: Hook | None,
 ) -> RollbackResult:
     start = time.monotonic()
     target = plan.get("instantToRollback")
@@ -166,7 +160,7 @@ def _execute(
             inflight = Instant(rollback_instant.requested_time, ROLLBACK, State.INFLIGHT)
         else:
             inflight = timeline.transition_to_inflight(rollback_instant, None)
-    _hook(hook, "inflight")
+    faults.at("rollback.inflight")
 
     per_partition: dict[str, tuple[list[str], list[str]]] = {}
     deleted: list[str] = []
@@ -184,10 +178,10 @@ def _execute(
                 continue
             ok.append(path)
             deleted.append(path)
-    _hook(hook, "files_deleted")
+    faults.at("rollback.files_deleted")
 
     _delete_pending_instant_files(timeline, t)
-    _hook(hook, "instant_deleted")
+    faults.at("rollback.instant_deleted")
 
     metadata = {
         "startRollbackTime": rollback_instant.requested_time,
@@ -209,7 +203,7 @@ def _execute(
     }
     completion = next_time(time_source, timeline.reload().latest_time())
     done = timeline.complete(inflight, metadata, completion)
-    _hook(hook, "completed")
+    faults.at("rollback.completed")
 
     markers.delete_markers(storage, base_path, t)
     return RollbackResult(done, t, action, tuple(deleted), tuple(failed))
@@ -229,15 +223,13 @@ def complete_pending_rollbacks(
     base_path: str,
     time_source: TimeSource,
     timeline: ActiveTimeline | None = None,
-    *,
-    hook: Hook | None = None,
 ) -> list[RollbackResult]:
     """Finish every pending rollback (requested/inflight) by re-running its plan."""
     tl = (timeline or ActiveTimeline.load(storage, base_path)).reload()
     results = []
     for inst in tl.by_action(ROLLBACK).pending():
         plan = read_rollback_plan(tl, inst.requested_time)
-        results.append(_execute(storage, base_path, tl, inst, plan, time_source, hook))
+        results.append(_execute(storage, base_path, tl, inst, plan, time_source))
         tl = tl.reload()
     return results
 
@@ -248,8 +240,6 @@ def rollback_instant(
     instant: Instant | str,
     time_source: TimeSource,
     timeline: ActiveTimeline | None = None,
-    *,
-    hook: Hook | None = None,
 ) -> RollbackResult:
     """Roll back one pending write instant of the table at ``base_path`` (data or metadata table).
 
@@ -261,7 +251,7 @@ def rollback_instant(
         plan = read_rollback_plan(tl, pending.requested_time)
         target = plan.get("instantToRollback") or {}
         if target.get("commitTime") == t:
-            return _execute(storage, base_path, tl, pending, plan, time_source, hook)
+            return _execute(storage, base_path, tl, pending, plan, time_source)
     current = tl.get(t)
     if current is None:
         raise PyHudiError(f"no instant {t} on the timeline of {base_path}")
@@ -270,8 +260,8 @@ def rollback_instant(
     plan = plan_rollback(storage, base_path, t, current.action)
     r = next_time(time_source, tl.latest_time())
     requested = tl.create_requested(ROLLBACK, r, plan)
-    _hook(hook, "planned")
-    return _execute(storage, base_path, tl, requested, plan, time_source, hook)
+    faults.at("rollback.planned")
+    return _execute(storage, base_path, tl, requested, plan, time_source)
 
 
 def rollback_failed_writes(
@@ -279,16 +269,14 @@ def rollback_failed_writes(
     base_path: str,
     timeline: ActiveTimeline | None,
     time_source: TimeSource,
-    *,
-    hook: Hook | None = None,
 ) -> list[RollbackResult]:
     """EAGER failed-writes cleaning: finish pending rollbacks, then roll back every pending
     commit/deltacommit/replacecommit, latest first. Returns the rollbacks completed by this call."""
-    results = complete_pending_rollbacks(storage, base_path, time_source, timeline, hook=hook)
+    results = complete_pending_rollbacks(storage, base_path, time_source, timeline)
     tl = (timeline or ActiveTimeline.load(storage, base_path)).reload()
     failed = [i for i in tl.pending() if i.action in ROLLBACK_ACTIONS]
     for inst in sorted(failed, key=lambda i: i.requested_time, reverse=True):
-        results.append(rollback_instant(storage, base_path, inst, time_source, tl, hook=hook))
+        results.append(rollback_instant(storage, base_path, inst, time_source, tl))
         tl = tl.reload()
     delete_orphan_markers(storage, base_path, tl)
     return results

@@ -8,8 +8,6 @@ written, so a failure anywhere before leaves the table as it was (the next write
 from __future__ import annotations
 
 import math
-import os
-import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -19,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pyhudi import config as C
+from pyhudi import faults
 from pyhudi.errors import InvalidInputError
 from pyhudi.index.base import LOC_FILE_ID_COL, LOC_PARTITION_COL, KeyRouting, index_for
 from pyhudi.io.storage import Storage
@@ -52,8 +51,7 @@ from pyhudi.write.status import STAT_COLUMNS, WRITE_STATUS_SCHEMA, WriteStat
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-FAULT_OPTION = C.FAULT  # test-only fault injection: after_write | before_commit | hang_before_commit
-FAULT_ENV = "PYHUDI_TEST_FAULT"
+FAULT_OPTION = C.FAULT  # test-only fault injection (pyhudi.faults)
 _HASH_RANGE = 1 << 30
 
 
@@ -366,7 +364,7 @@ class WriteProducer:
             },
             buckets={b.id: b for b in buckets},
             sort_by_key=self.sort_by_key,
-            fault=self._fault_value(),
+            fault=faults.spec(self.cfg.options),
         )
 
         def run(t: pa.Table) -> pa.Table:
@@ -419,16 +417,9 @@ class WriteProducer:
         )
 
     # -- faults (tests) ----------------------------------------------------------------------------
-    def _fault_value(self) -> str | None:
-        return self.cfg.options.get(FAULT_OPTION) or os.environ.get(FAULT_ENV) or None
-
     def fault(self, point: str) -> None:
-        """Test-only fault injection (``pyhudi.test.fault`` / ``PYHUDI_TEST_FAULT``) at a named point."""
-        v = self._fault_value()
-        if v == point:
-            raise RuntimeError(f"injected fault: {point}")
-        if v == f"hang_{point}":
-            time.sleep(3600)
+        """Reach the fault point ``point`` (:mod:`pyhudi.faults`) with this write's fault spec."""
+        faults.at(point, faults.spec(self.cfg.options))
 
     def unpersist(self) -> None:
         for df in self._persisted:

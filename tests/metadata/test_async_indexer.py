@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 from hudi import HudiTableBuilder
 
-from pyhudi import Table
+from pyhudi import Table, faults
 from pyhudi.metadata.indexer import AsyncRecordIndexBuilder, pending_indexing
 from pyhudi.metadata.reader import RECORD_INDEX
 from pyhudi.metadata.validate import validate_table
@@ -105,7 +105,8 @@ def test_writers_during_each_phase_and_a_catch_up(spark, tmp_path: Path, monkeyp
     model = _seed(spark, base)
     step = [0]
 
-    def hook(phase: str) -> None:
+    def hook(point: str) -> None:
+        phase = point.removeprefix("index.")
         if phase in ("snapshot", "build", "catch_up"):
             step[0] += 1
             _write(spark, base, model, step[0])
@@ -116,8 +117,9 @@ def test_writers_during_each_phase_and_a_catch_up(spark, tmp_path: Path, monkeyp
                 step[0] += 1
                 _write(spark, base, model, step[0])
 
-    builder = AsyncRecordIndexBuilder(Table.open(base), OPTS, spark=spark, hook=hook)
-    n = builder.build(num_file_groups=3)
+    builder = AsyncRecordIndexBuilder(Table.open(base), OPTS, spark=spark)
+    with faults.inject("index.*", hook):
+        n = builder.build(num_file_groups=3)
     assert n == 3
     assert len(builder.caught_up) == 2  # the unaware writer's upsert and delete
     tl = Table.open(base).timeline()
@@ -176,12 +178,8 @@ def test_indexer_that_dies_is_restarted(spark, tmp_path: Path) -> None:  # type:
     base = str(tmp_path / "t")
     model = _seed(spark, base)
 
-    def die(phase: str) -> None:
-        if phase == "catch_up":
-            raise RuntimeError("indexer killed")
-
-    with pytest.raises(RuntimeError, match="indexer killed"):
-        AsyncRecordIndexBuilder(Table.open(base), OPTS, spark=spark, hook=die).build(num_file_groups=2)
+    with faults.inject("index.catch_up"), pytest.raises(faults.InjectedFault):
+        AsyncRecordIndexBuilder(Table.open(base), OPTS, spark=spark).build(num_file_groups=2)
     t = Table.open(base)
     assert RECORD_INDEX in t.config.metadata_partitions_inflight and pending_indexing(t.timeline()) is not None
     # writers keep going (and keep the inflight partition), record-index lookups are not offered yet
@@ -192,6 +190,7 @@ def test_indexer_that_dies_is_restarted(spark, tmp_path: Path) -> None:  # type:
     with pytest.raises(Exception, match="no record index"):
         t.lookup(["k001"])
     seen: list[Any] = []
-    AsyncRecordIndexBuilder(t, OPTS, spark=spark, hook=seen.append).build(num_file_groups=4)
-    assert seen == ["schedule", "snapshot", "build", "catch_up", "complete"]
+    with faults.inject("index.*", seen.append):
+        AsyncRecordIndexBuilder(t, OPTS, spark=spark).build(num_file_groups=4)
+    assert seen == ["index.schedule", "index.snapshot", "index.build", "index.catch_up", "index.complete"]
     _check(base, model)

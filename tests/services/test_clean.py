@@ -5,6 +5,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from pyhudi import faults
 from pyhudi.io import avro
 from pyhudi.services.clean import clean, earliest_commit_to_retain, read_clean_metadata, read_clean_plan
 from pyhudi.table.timeline import ActiveTimeline
@@ -12,9 +13,6 @@ from tests.table._fabricate import LOCAL, Clock, commit, make_table
 
 P = "region=eu"
 
-
-class Crash(Exception):
-    pass
 
 
 def _versions(base: str, fid: str = "aaaa-0") -> list[str]:
@@ -96,12 +94,8 @@ def test_pending_commit_limits_earliest_retained(tmp_path: Path) -> None:
 def test_crash_mid_clean_is_completed_by_next_call(tmp_path: Path, step: str) -> None:
     base, clock, ts = _table_with_commits(tmp_path, 13)
 
-    def hook(s: str) -> None:
-        if s == step:
-            raise Crash(s)
-
-    with pytest.raises(Crash):
-        clean(LOCAL, base, None, 10, clock, hook=hook)
+    with faults.inject(f"clean.{step}"), pytest.raises(faults.InjectedFault):
+        clean(LOCAL, base, None, 10, clock)
     done = clean(LOCAL, base, None, 10, clock)
     assert done is not None and done.is_completed
     tl = ActiveTimeline.load(LOCAL, base)

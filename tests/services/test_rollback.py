@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from pyhudi import faults
 from pyhudi.io import avro
 from pyhudi.services.rollback import (
     read_rollback_metadata,
@@ -18,9 +19,6 @@ from tests.table._fabricate import LOCAL, Clock, commit, make_table, timeline_na
 
 ROLLBACK_ZIP = "mor_v9_nonpartitioned_rollback.zip"
 
-
-class Crash(Exception):
-    pass
 
 
 def _failed_table(tmp_path: Path, with_markers: bool = True) -> tuple[str, Clock, str, str]:
@@ -98,12 +96,8 @@ def test_rollback_failed_commit(tmp_path: Path, with_markers: bool) -> None:
 def test_crash_mid_rollback_is_completed_by_next_call(tmp_path: Path, step: str) -> None:
     base, clock, good, bad = _failed_table(tmp_path)
 
-    def hook(s: str) -> None:
-        if s == step:
-            raise Crash(s)
-
-    with pytest.raises(Crash):
-        rollback_failed_writes(LOCAL, base, None, clock, hook=hook)
+    with faults.inject(f"rollback.{step}"), pytest.raises(faults.InjectedFault):
+        rollback_failed_writes(LOCAL, base, None, clock)
     results = rollback_failed_writes(LOCAL, base, None, clock)
     tl = ActiveTimeline.load(LOCAL, base)
     rollbacks = list(tl.by_action("rollback"))
