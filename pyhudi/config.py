@@ -202,6 +202,56 @@ CLEANER_COMMITS_RETAINED = Option(
 AUTO_CLEAN = Option(
     "hoodie.clean.automatic", "true", "Clean after every commit.", section=_SVC)
 
+# -- concurrency ----------------------------------------------------------------------------------------------------
+_CC = "concurrency"
+WRITE_CONCURRENCY_MODE = Option(
+    "hoodie.write.concurrency.mode", "SINGLE_WRITER",
+    "SINGLE_WRITER: one writer at a time (a second writer that finds a live one fails at once); "
+    "OPTIMISTIC_CONCURRENCY_CONTROL: writers commit concurrently under a lock and the later of two writers "
+    "that touched the same file groups fails.", section=_CC)
+FAILED_WRITES_CLEANER_POLICY = Option(
+    "hoodie.clean.failed.writes.policy", None,
+    "EAGER: a write first rolls back failed writes (the single-writer default); LAZY: the cleaner rolls them "
+    "back (required, and the default, with optimistic concurrency). Only writes whose heartbeat expired (or "
+    "whose process is known dead) count as failed.",
+    section=_CC, aliases=("hoodie.cleaner.policy.failed.writes",))
+HEARTBEAT_INTERVAL_MS = Option(
+    "hoodie.client.heartbeat.interval_in_ms", "60000",
+    "A writer refreshes `.hoodie/.heartbeat/<instant>` this often (ms, at least 1000 as in Hudi; pyhudi accepts "
+    "less for tests).", section=_CC)
+HEARTBEAT_TOLERABLE_MISSES = Option(
+    "hoodie.client.heartbeat.tolerable.misses", "2",
+    "A heartbeat older than interval x misses has expired: its write has failed.", section=_CC)
+LOCK_PROVIDER = Option(
+    "hoodie.write.lock.provider", None,
+    "Lock provider class with optimistic concurrency: "
+    "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider (default: a lock file under "
+    "`.hoodie/`, local filesystem and HDFS) or org.apache.hudi.client.transaction.lock.InProcessLockProvider "
+    "(writers in one process).", section=_CC)
+LOCK_FILESYSTEM_PATH = Option(
+    "hoodie.write.lock.filesystem.path", None,
+    "Folder of the FileSystemBasedLockProvider's lock file (default: the table's `.hoodie`).", section=_CC)
+LOCK_FILESYSTEM_EXPIRE = Option(
+    "hoodie.write.lock.filesystem.expire", "0",
+    "Minutes after which a lock file is taken over (0: never; a lock whose holder on this host is gone is "
+    "taken over at once).", section=_CC)
+LOCK_WAIT_TIME_MS = Option(
+    "hoodie.write.lock.wait_time_ms", "60000", "How long one lock acquisition may wait (ms).", section=_CC)
+LOCK_NUM_RETRIES = Option(
+    "hoodie.write.lock.num_retries", "15", "Lock acquisitions tried before a write gives up.", section=_CC)
+LOCK_RETRY_WAIT_MS = Option(
+    "hoodie.write.lock.wait_time_ms_between_retry", "1000", "Pause between lock acquisitions (ms).",
+    section=_CC)
+LOCK_CONFLICT_RESOLUTION_STRATEGY = Option(
+    "hoodie.write.lock.conflict.resolution.strategy",
+    "org.apache.hudi.client.transaction.SimpleConcurrentFileWritesConflictResolutionStrategy",
+    "How concurrent writes are checked at commit: by the file groups they touched (the only strategy).",
+    section=_CC)
+FS_ATOMIC_CREATION_SUPPORT = Option(
+    "hoodie.fs.atomic_creation.support", "",
+    "Comma-separated URI schemes whose storage creates files atomically (lets FileSystemBasedLockProvider run "
+    "on them).", section=_CC)
+
 # -- metadata table -------------------------------------------------------------------------------------------------
 METADATA_ENABLE = Option(
     "hoodie.metadata.enable", "true",
@@ -236,17 +286,14 @@ DEFAULTS: dict[str, str] = {k: o.default for k, o in OPTIONS.items() if o.defaul
 #: for the keys in :data:`WARN_ONLY` (what they ask for is an optimisation, not a different result).
 NOT_HONOURED: dict[str, tuple[frozenset[str], str]] = {
     "hoodie.write.concurrency.mode": (
-        frozenset({"single_writer"}), "pyhudi writes with a single writer per table"),
+        frozenset({"single_writer", "optimistic_concurrency_control"}),
+        "non-blocking concurrency control is not supported"),
     "hoodie.schema.on.read.enable": (
         frozenset({"false"}), "schema-on-read evolution (renames, drops) is not supported"),
     "hoodie.datasource.write.reconcile.schema": (
         frozenset({"false"}), "schema reconciliation is not supported: the input must have the table's columns"),
     "hoodie.cleaner.policy": (
         frozenset({"keep_latest_commits"}), "pyhudi cleans with KEEP_LATEST_COMMITS only"),
-    "hoodie.clean.failed.writes.policy": (
-        frozenset({"eager"}), "pyhudi rolls failed writes back eagerly"),
-    "hoodie.cleaner.policy.failed.writes": (
-        frozenset({"eager"}), "pyhudi rolls failed writes back eagerly"),
     "hoodie.populate.meta.fields": (
         frozenset({"true"}), "pyhudi always writes Hudi's meta columns"),
     "hoodie.table.base.file.format": (
@@ -412,9 +459,6 @@ class WriteConfig:
         codec = str(o.get(PARQUET_COMPRESSION, DEFAULTS[PARQUET_COMPRESSION])).lower()
         if codec not in ("gzip", "snappy", "zstd", "none", "uncompressed", "lz4", "brotli"):
             raise ConfigError(f"option {PARQUET_COMPRESSION} has unknown value {codec!r}")
-        from pyhudi.io.bloom import BloomFilter
-
-        BloomFilter.from_config(o)  # footer bloom filter options: a bad value is an error before anything is written
         return WriteConfig(
             operation=op,
             index_type=index_type,

@@ -31,3 +31,21 @@ class InvalidInputError(PyHudiError):
 
 class ConfigError(PyHudiError):
     """An option has an unknown name or an invalid value."""
+
+
+class ConcurrentWriterError(PyHudiError):
+    """Another writer holds the table in single-writer mode."""
+
+
+class ConcurrentWriteConflict(PyHudiError):
+    """Another write committed meanwhile and touched the same file groups; this write was rolled back."""
+
+    def __init__(self, base_path: str, instant: str, other: str, groups: list[tuple[str, str]]) -> None:
+        self.instant, self.other = instant, other
+        self.file_groups = sorted(groups)
+        shown = ", ".join(f"{p or '<root>'}/{f}" for p, f in self.file_groups[:5])
+        more = f" and {len(self.file_groups) - 5} more" if len(self.file_groups) > 5 else ""
+        super().__init__(
+            f"{base_path}: write {instant} conflicts with {other}, committed meanwhile, on file group(s) {shown}"
+            f"{more}; {instant} was rolled back: retry the write"
+        )

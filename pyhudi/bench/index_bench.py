@@ -217,8 +217,7 @@ def tag_profile(table: Any, upsert_dir: str) -> dict[str, Any]:
     """Where RECORD_INDEX's and GLOBAL_SIMPLE's tagging time goes, measured outside Spark on the base table."""
     import pyarrow.parquet as pq
 
-    from pyhudi.index.record import record_index_lookup
-    from pyhudi.metadata.record_index import file_groups_of
+    from pyhudi.metadata.record_index import file_groups_of, record_index_lookup
     from pyhudi.table import base_file
     from pyhudi.table.schema import RECORD_KEY_COL
 

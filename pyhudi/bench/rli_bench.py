@@ -195,6 +195,7 @@ def tag_profile(spark: SparkSession, source: str, upsert_path: str, repeat: int)
     from pyhudi import config as C
     from pyhudi.spark import cached
     from pyhudi.table.table import Table
+    from pyhudi.txn.transaction import resolve_options
     from pyhudi.write.context import WriteJob
     from pyhudi.write.producer import PRODUCERS
 
@@ -206,9 +207,10 @@ def tag_profile(spark: SparkSession, source: str, upsert_path: str, repeat: int)
     for r in range(repeat):
         for v in variants if r % 2 == 0 else tuple(reversed(variants)):
             table = Table.open(source)
-            opts = table._write_options({**BASE_OPTIONS, C.INDEX_TYPE: "RECORD_INDEX" if v == "none" else v})
-            opts[C.OPERATION] = "upsert"
             tl = table.timeline()
+            opts = resolve_options(table.config, {**BASE_OPTIONS, C.INDEX_TYPE: "RECORD_INDEX" if v == "none" else v},
+                                   tl)
+            opts[C.OPERATION] = "upsert"
             job = WriteJob(spark=spark, storage=table.storage, base_path=table.base_path, table_name=table.name,
                            config=C.WriteConfig.from_options(opts), instant="(not written)", timeline=tl,
                            view=table.view(tl), data_schema=table.schema())
@@ -277,7 +279,7 @@ def size_profile(table: Table) -> dict[str, Any]:
     from pyhudi.hfile import HFileReader
     from pyhudi.hfile.block import parse_header
     from pyhudi.hfile.format import BLOCK_HEADER_SIZE
-    from pyhudi.index.record import record_index_lookup
+    from pyhudi.metadata.record_index import record_index_lookup
 
     lk = record_index_lookup(table.storage, table.base_path, table.timeline(), table.config)
     assert lk is not None
@@ -332,10 +334,9 @@ def size_tradeoffs(table: Table, probe_keys: pa.Array) -> list[dict[str, Any]]:
     import zlib
 
     from pyhudi.hfile import HFileReader, hfile_bytes
-    from pyhudi.index.record import record_index_lookup
     from pyhudi.io import bloom, compression
     from pyhudi.io.compression import CODEC_GZ
-    from pyhudi.metadata.record_index import BASE_GZIP_LEVEL, file_groups_of
+    from pyhudi.metadata.record_index import BASE_GZIP_LEVEL, file_groups_of, record_index_lookup
     from pyhudi.metadata.records import writer_schema_json
 
     lk = record_index_lookup(table.storage, table.base_path, table.timeline(), table.config)
@@ -442,8 +443,7 @@ def lookup_model(tables: dict[int, Table], keys: pa.Array, ms: Sequence[int], re
                  rng: np.random.Generator) -> dict[str, Any]:
     """Per-file-group task times of ``RecordIndexLookup.lookup_group`` for M present keys over N file groups;
     least-squares fit of ``t = K + c * keys_in_task`` over the mean task time of every (M, N)."""
-    from pyhudi.index.record import record_index_lookup
-    from pyhudi.metadata.record_index import file_groups_of
+    from pyhudi.metadata.record_index import file_groups_of, record_index_lookup
 
     points = []
     for n, table in sorted(tables.items()):

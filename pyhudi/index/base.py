@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
-from pyhudi.errors import ConfigError
 from pyhudi.spark.partitioning import ROUTE_COL, route_values
 
 if TYPE_CHECKING:
@@ -65,22 +64,3 @@ class Index(ABC):
     def routing(self, job: WriteJob) -> KeyRouting | None:
         """How this index wants the write's prepared records partitioned (None: as Spark likes)."""
         return None
-
-
-def index_for(index_type: str) -> Index:
-    from pyhudi.index.simple import SimpleIndex
-
-    t = index_type.upper()
-    if t == "RECORD_INDEX":
-        from pyhudi.index.record import RecordLevelIndex
-
-        return RecordLevelIndex()
-    if t == "SIMPLE":
-        return SimpleIndex(is_global=False)
-    if t == "GLOBAL_SIMPLE":
-        return SimpleIndex(is_global=True)
-    if t in ("BLOOM", "GLOBAL_BLOOM"):
-        from pyhudi.index.bloom import BloomIndex
-
-        return BloomIndex(is_global=t == "GLOBAL_BLOOM")
-    raise ConfigError(f"option hoodie.index.type: index {index_type!r} is not available")

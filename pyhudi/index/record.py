@@ -15,9 +15,7 @@ import pyarrow as pa
 
 from pyhudi.index.base import LOC_FILE_ID_COL, LOC_PARTITION_COL, Index, KeyRouting, route
 from pyhudi.index.simple import SimpleIndex
-from pyhudi.metadata.reader import RECORD_INDEX, MetadataTableReader
 from pyhudi.metadata.record_index import (
-    RecordIndexLookup,
     file_group_partitions,
     file_group_tasks,
     file_groups_of,
@@ -28,9 +26,6 @@ from pyhudi.table.schema import RECORD_KEY_COL
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from pyhudi.io.storage import Storage
-    from pyhudi.table.properties import TableConfig
-    from pyhudi.table.timeline import ActiveTimeline
     from pyhudi.write.context import WriteJob
 
 
@@ -65,15 +60,3 @@ class RecordLevelIndex(Index):
         if routing is not None and not (records is job.prepared and job.routing == routing):
             records = route(records, routing, RECORD_KEY_COL)
         return tag_in_place(records, lookup, RECORD_KEY_COL, LOC_PARTITION_COL, LOC_FILE_ID_COL)
-
-
-def record_index_lookup(
-    storage: Storage, base_path: str, timeline: ActiveTimeline, config: TableConfig
-) -> RecordIndexLookup | None:
-    """The record index of a table as of its timeline, or None when the table has none."""
-    if RECORD_INDEX not in config.metadata_partitions:
-        return None
-    reader = MetadataTableReader(storage, base_path, data_timeline=timeline, data_config=config)
-    if RECORD_INDEX not in reader.partitions():
-        return None
-    return RecordIndexLookup.from_reader(reader)

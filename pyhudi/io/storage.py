@@ -53,6 +53,17 @@ class Storage:
     def is_local(self) -> bool:
         return isinstance(self.fs, pafs.LocalFileSystem)
 
+    @property
+    def scheme(self) -> str:
+        """The filesystem's kind: ``local``, ``s3``, ``gcs``, ``hdfs``, ..."""
+        return "local" if self.is_local else str(self.fs.type_name).lower()
+
+    @property
+    def atomic_create(self) -> bool:
+        """Whether ``write_bytes(..., overwrite=False)`` creates a file only if it is absent, atomically (on the
+        local filesystem it links a written temporary file into place)."""
+        return self.is_local
+
     def __reduce__(self) -> tuple[type[Storage], tuple[pafs.FileSystem]]:
         return (Storage, (self.fs,))
 

@@ -1,4 +1,11 @@
-"""Asynchronous build of the ``record_index`` partition while writers keep committing (Hudi's async indexer).
+"""Building the ``record_index`` partition: inline (the first write that asks for it, or ``pyhudi index build``)
+or asynchronously while writers keep committing (Hudi's async indexer).
+
+Both read the keys of the latest file slices listed by the files partition in Spark tasks and write each of the N
+file groups (N from Hudi's estimate unless given) as one sorted base HFile, in the metadata deltacommit
+``00000000000000002``.
+
+The asynchronous protocol, on the data table's timeline and ``hoodie.properties``:
 
 Protocol, on the data table's timeline and ``hoodie.properties``:
 
@@ -31,7 +38,6 @@ from __future__ import annotations
 import posixpath
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -40,12 +46,24 @@ import pyarrow as pa
 from pyhudi import config as C
 from pyhudi import faults
 from pyhudi.errors import ConfigError, PyHudiError
-from pyhudi.metadata.reader import RECORD_INDEX, metadata_base_path
-from pyhudi.metadata.writer import DRIVER_TOKEN, INIT_PREFIX, RLI_INIT_OFFSET, MetadataWriter
+from pyhudi.io.storage import Storage
+from pyhudi.metadata.partitions import (
+    DRIVER_TOKEN,
+    FILE_GROUP_COUNT_KEY,
+    RECORD_INDEX,
+    RLI_INIT_INSTANT,
+    IndexingPlan,
+    metadata_base_path,
+    pending_indexing,
+)
+from pyhudi.metadata.reader import table_view
+from pyhudi.metadata.writer import MetadataWriter
 from pyhudi.table import filenames
+from pyhudi.table.fsview import FileSystemView
 from pyhudi.table.properties import (
     METADATA_PARTITIONS_INFLIGHT,
     METAFOLDER,
+    TableConfig,
     read_table_config,
     update_table_config,
 )
@@ -63,32 +81,64 @@ from pyhudi.table.timeline import (
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from pyhudi.table.table import Table
-
-FILE_GROUP_COUNT_KEY = "recordIndexFileGroupCount"  # extraMetadata of the plan's HoodieIndexPartitionInfo
-INIT_INSTANT = f"{INIT_PREFIX}{RLI_INIT_OFFSET:03d}"
+#: the fault points (:mod:`pyhudi.faults`) reached as each phase of an async build starts
+PHASES = ("index.schedule", "index.snapshot", "index.build", "index.catch_up", "index.complete")
 _WRITE_ACTIONS = (COMMIT, DELTA_COMMIT, REPLACE_COMMIT)
 
-#: the fault points (:mod:`pyhudi.faults`) reached as each phase starts
-PHASES = ("index.schedule", "index.snapshot", "index.build", "index.catch_up", "index.complete")
+__all__ = ["AsyncRecordIndexBuilder", "IndexingPlan", "build_record_index", "pending_indexing"]
 
 
-@dataclass(frozen=True)
-class IndexingPlan:
-    instant: str  # the indexing instant on the data timeline
-    up_to: str | None  # indexUptoInstant: latest completed instant at scheduling
-    file_groups: int
+def record_counts(tl: ActiveTimeline) -> dict[str, int]:
+    """Records per base file name, from the write stats of the completed commits."""
+    out: dict[str, int] = {}
+    for inst in tl.completed_commits():
+        for stats in (tl.read_commit_metadata(inst).get("partitionToWriteStats") or {}).values():
+            for st in stats:
+                if st.get("path"):
+                    out[posixpath.basename(st["path"])] = int(st.get("numWrites") or 0)
+    return out
 
 
-def pending_indexing(timeline: ActiveTimeline) -> IndexingPlan | None:
-    """The record-index build in progress on a data timeline (a pending ``indexing`` instant), if any."""
-    for inst in timeline.by_action(INDEXING).pending():
-        plan = timeline.read_plan(INDEXING, inst.requested_time)
-        for info in plan.get("indexPartitionInfos") or []:
-            if info.get("metadataPartitionPath") == RECORD_INDEX:
-                extra = info.get("extraMetadata") or {}
-                return IndexingPlan(inst.requested_time, info.get("indexUptoInstant"), int(extra[FILE_GROUP_COUNT_KEY]))
-    return None
+def _write_base_files(
+    spark: SparkSession, storage: Storage, base_path: str, view: FileSystemView, n: int
+) -> list[dict[str, Any]]:
+    """Spark: the N base HFiles of the record index from the keys of ``view``'s latest base files."""
+    from pyhudi.metadata.record_index import build_base_files
+    from pyhudi.spark.errors import task_errors
+
+    files = [(f.partition, f.file_id, f.relative_path) for f in view.latest_base_files()]
+    par = max(2, spark.sparkContext.defaultParallelism)
+    with task_errors():
+        return build_base_files(spark, files, storage, base_path, metadata_base_path(base_path), RLI_INIT_INSTANT,
+                                n, par)
+
+
+def build_record_index(
+    writer: MetadataWriter,
+    timeline: ActiveTimeline,
+    options: Mapping[str, str] | None = None,
+    *,
+    num_file_groups: int | None = None,
+    spark: SparkSession | None = None,
+) -> int:
+    """Initialise the record index inline (no writer may commit meanwhile) from the latest file slices listed by
+    the files partition: N file groups (estimated from the record count with Hudi's formula unless given).
+    Returns N."""
+    from pyhudi.metadata.record_index import estimate_file_groups
+    from pyhudi.spark.session import get_spark
+
+    storage, base_path = writer.storage, writer.base_path
+    view = table_view(storage, base_path, writer.data_config, timeline)
+    counts = record_counts(timeline)
+    n = num_file_groups or estimate_file_groups(
+        sum(counts.get(f.file_name, 0) for f in view.latest_base_files()), options
+    )
+    spark_ = spark or get_spark()
+    writer.create_record_index(
+        RLI_INIT_INSTANT, lambda: {RECORD_INDEX: _write_base_files(spark_, storage, base_path, view, n)}, n
+    )
+    writer.data_config = read_table_config(storage, posixpath.join(base_path, METAFOLDER))
+    return n
 
 
 def _check_timeout(options: Mapping[str, str]) -> float:
@@ -96,24 +146,31 @@ def _check_timeout(options: Mapping[str, str]) -> float:
 
 
 class AsyncRecordIndexBuilder:
-    """Builds the record index of ``table`` while other writers commit (see the module docstring)."""
+    """Builds the record index of the table at ``base_path`` while other writers commit (see the module
+    docstring)."""
 
     def __init__(
         self,
-        table: Table,
+        storage: Storage,
+        base_path: str,
         options: Mapping[str, str] | None = None,
         *,
         spark: SparkSession | None = None,
     ) -> None:
-        self.table = table
         self.options = {k: str(v) for k, v in (options or {}).items()}
         self.spark = spark
-        self.storage = table.storage
-        self.base_path = table.base_path
+        self.storage = storage
+        self.base_path = base_path.rstrip("/")
         self.meta = posixpath.join(self.base_path, METAFOLDER)
-        self.gen = InstantTimeGenerator(lock_key=self.base_path)
+        self.gen = InstantTimeGenerator()
         self.timeout_s = _check_timeout(self.options)
         self.caught_up: list[str] = []  # commits whose key changes the catch-up applied
+
+    def _config(self) -> TableConfig:
+        return read_table_config(self.storage, self.meta)
+
+    def _timeline(self) -> ActiveTimeline:
+        return ActiveTimeline.load(self.storage, self.base_path, self._config())
 
     # -- public -------------------------------------------------------------------------------------------
     def build(self, num_file_groups: int | None = None) -> int:
@@ -126,20 +183,20 @@ class AsyncRecordIndexBuilder:
         from pyhudi.metadata.record_index import estimate_file_groups
 
         faults.at("index.schedule")
-        t = self.table
-        tl = t.timeline()
-        t.config = read_table_config(self.storage, self.meta)
-        if RECORD_INDEX in t.config.metadata_partitions:
+        tl = self._timeline()
+        cfg = self._config()
+        if RECORD_INDEX in cfg.metadata_partitions:
             raise PyHudiError(f"{self.base_path} already has a record index")
-        if pending_indexing(tl) is not None or RECORD_INDEX in t.config.metadata_partitions_inflight:
+        if pending_indexing(tl) is not None or RECORD_INDEX in cfg.metadata_partitions_inflight:
             self.abort(tl)
             tl = tl.reload()
-        writer = t._prepare_metadata({**self.options, C.RECORD_INDEX_ENABLE: "false"}, tl)
-        if writer is None:
+            cfg = self._config()
+        writer = MetadataWriter(self.storage, self.base_path, cfg)
+        if writer.reconcile({**self.options, C.RECORD_INDEX_ENABLE: "false"}, tl) is None:
             raise ConfigError("the record index lives in the metadata table: hoodie.metadata.enable must be true")
         if num_file_groups is not None and num_file_groups < 1:
             raise ConfigError(f"--file-groups must be >= 1, got {num_file_groups}")
-        n = num_file_groups or estimate_file_groups(sum(t._record_counts(tl).values()), self.options)
+        n = num_file_groups or estimate_file_groups(sum(record_counts(tl).values()), self.options)
         latest = tl.completed().last()
         instant = self.gen.next(floor=tl.latest_time())
         info = {
@@ -149,41 +206,37 @@ class AsyncRecordIndexBuilder:
             "extraMetadata": {FILE_GROUP_COUNT_KEY: str(n)},
         }
         req = tl.create_requested(INDEXING, instant, {"version": 1, "indexPartitionInfos": [info]})
-        filenames.write_partition_metadata(self.storage, metadata_base_path(self.base_path), RECORD_INDEX, INIT_INSTANT)
-        t.config = update_table_config(self.storage, self.meta, {METADATA_PARTITIONS_INFLIGHT: self._inflight_with()})
+        filenames.write_partition_metadata(
+            self.storage, metadata_base_path(self.base_path), RECORD_INDEX, RLI_INIT_INSTANT
+        )
+        update_table_config(self.storage, self.meta, {METADATA_PARTITIONS_INFLIGHT: self._inflight_with()})
         tl.transition_to_inflight(req, None)
         return IndexingPlan(instant, latest.requested_time if latest else None, n)
 
     def run(self, plan: IndexingPlan) -> None:
-        from pyhudi.metadata.record_index import build_base_files
-        from pyhudi.spark.errors import task_errors
         from pyhudi.spark.session import get_spark
 
-        t = self.table
         faults.at("index.snapshot")
-        snapshot = self._wait_for_pending(t.timeline())
-        writer = MetadataWriter(self.storage, self.base_path, t.config)
-        view = t.view(snapshot)
-        files = [(f.partition, f.file_id, f.relative_path) for f in view.latest_base_files()]
+        snapshot = self._wait_for_pending(self._timeline())
+        cfg = self._config()
+        writer = MetadataWriter(self.storage, self.base_path, cfg)
+        view = table_view(self.storage, self.base_path, cfg, snapshot)
         spark = self.spark or get_spark()
-        par = max(2, spark.sparkContext.defaultParallelism)
         done_at_snapshot = {i.requested_time for i in snapshot.completed()}
 
         def write_files() -> dict[str, list[dict[str, Any]]]:
             faults.at("index.build")
-            with task_errors():
-                built = build_base_files(spark, files, self.storage, self.base_path, writer.mdt_path, INIT_INSTANT,
-                                         plan.file_groups, par)
+            built = _write_base_files(spark, self.storage, self.base_path, view, plan.file_groups)
             faults.at("index.catch_up")
             return {RECORD_INDEX: built + self._catch_up(plan, done_at_snapshot)}
 
-        writer.create_record_index(INIT_INSTANT, write_files, plan.file_groups)
+        writer.create_record_index(RLI_INIT_INSTANT, write_files, plan.file_groups)
         faults.at("index.complete")
-        cfg = read_table_config(self.storage, self.meta)
-        t.config = update_table_config(self.storage, self.meta, {
+        cfg = self._config()
+        update_table_config(self.storage, self.meta, {
             METADATA_PARTITIONS_INFLIGHT: ",".join(p for p in cfg.metadata_partitions_inflight if p != RECORD_INDEX)
         })
-        tl = t.timeline()
+        tl = self._timeline()
         inflight = next(i for i in tl.by_action(INDEXING).pending() if i.requested_time == plan.instant)
         info = tl.read_plan(INDEXING, plan.instant)["indexPartitionInfos"]
         tl.complete(inflight, {"version": 1, "operationType": "BUILD", "indexPartitionInfos": info},
@@ -192,13 +245,12 @@ class AsyncRecordIndexBuilder:
     def abort(self, timeline: ActiveTimeline) -> None:
         """Remove what an indexer that died left: its partial partition, initialisation deltacommit, inflight
         mark and indexing instant."""
-        t = self.table
-        writer = MetadataWriter(self.storage, self.base_path, t.config)
+        writer = MetadataWriter(self.storage, self.base_path, self._config())
         if writer.exists:
-            writer.rollback(INIT_INSTANT)
+            writer.rollback(RLI_INIT_INSTANT, completed=True)
             writer.drop_partition(RECORD_INDEX)
-        cfg = read_table_config(self.storage, self.meta)
-        t.config = update_table_config(self.storage, self.meta, {
+        cfg = self._config()
+        update_table_config(self.storage, self.meta, {
             METADATA_PARTITIONS_INFLIGHT: ",".join(p for p in cfg.metadata_partitions_inflight if p != RECORD_INDEX)
         })
         for inst in sorted(timeline.all_instant_files, key=lambda i: -int(i.state)):
@@ -207,7 +259,7 @@ class AsyncRecordIndexBuilder:
 
     # -- steps --------------------------------------------------------------------------------------------
     def _inflight_with(self) -> str:
-        cur = read_table_config(self.storage, self.meta).metadata_partitions_inflight
+        cur = self._config().metadata_partitions_inflight
         return ",".join([*(p for p in cur if p != RECORD_INDEX), RECORD_INDEX])
 
     def _wait_for_pending(self, tl: ActiveTimeline) -> ActiveTimeline:
@@ -222,8 +274,8 @@ class AsyncRecordIndexBuilder:
             if time.monotonic() > deadline:
                 raise PyHudiError(
                     f"{self.base_path}: write(s) {', '.join(sorted(still))} still pending after {self.timeout_s:.0f} s "
-                    f"({C.INDEX_CHECK_TIMEOUT}); a writer that died leaves its instant pending until the next write rolls it "
-                    "back: write again, then rerun the index build"
+                    f"({C.INDEX_CHECK_TIMEOUT}); a writer that died leaves its instant pending until the next write "
+                    "rolls it back: write again, then rerun the index build"
                 )
             waiting = still
             time.sleep(0.2)
@@ -240,15 +292,17 @@ class AsyncRecordIndexBuilder:
             log_block_bytes,
         )
 
-        tl = self.table.timeline()
-        mdt_tl = MetadataWriter(self.storage, self.base_path, self.table.config).timeline()
+        tl = self._timeline()
+        cfg = self._config()
+        mdt_tl = MetadataWriter(self.storage, self.base_path, cfg).timeline()
+        view = table_view(self.storage, self.base_path, cfg, tl)
         mdt = metadata_base_path(self.base_path)
         stats: list[dict[str, Any]] = []
         for inst in tl.completed().by_action(*_WRITE_ACTIONS):
             t = inst.requested_time
             if t in done_at_snapshot or self._has_record_index_changes(mdt_tl, t):
                 continue
-            inserted, deleted = commit_key_changes(self.table, tl, inst)
+            inserted, deleted = commit_key_changes(self.storage, self.base_path, view, tl, inst)
             self.caught_up.append(t)
             ins_fg = file_groups_of(inserted.column("key"), plan.file_groups)
             del_fg = file_groups_of(pa.array(deleted, pa.string()), plan.file_groups)
@@ -274,7 +328,9 @@ class AsyncRecordIndexBuilder:
         return RECORD_INDEX in stats
 
 
-def commit_key_changes(table: Table, tl: ActiveTimeline, inst: Instant) -> tuple[pa.Table, list[str]]:
+def commit_key_changes(
+    storage: Storage, base_path: str, view: FileSystemView, tl: ActiveTimeline, inst: Instant
+) -> tuple[pa.Table, list[str]]:
     """What a completed data commit did to the key -> location mapping, from the files it wrote: keys new to a
     file group (key, partition, file_id), and keys that left the table (in a file group's previous version or
     a replaced file group, and in none of the commit's new files)."""
@@ -282,13 +338,12 @@ def commit_key_changes(table: Table, tl: ActiveTimeline, inst: Instant) -> tuple
     from pyhudi.table.schema import RECORD_KEY_COL
 
     meta = tl.read_commit_metadata(inst)
-    view = table.view(tl)
     by_fg: dict[tuple[str, str], list[str]] = {}  # (partition, file id) -> base file rel paths, oldest first
     for fg in view.file_groups():
         by_fg[(fg.partition, fg.file_id)] = [s.base_file.relative_path for s in fg.slices if s.base_file is not None]
 
     def keys_of(rel: str) -> set[str]:
-        t = base_file.read_base_file(table.storage, posixpath.join(table.base_path, rel), columns=[RECORD_KEY_COL])
+        t = base_file.read_base_file(storage, posixpath.join(base_path, rel), columns=[RECORD_KEY_COL])
         return set(t.column(RECORD_KEY_COL).to_pylist())
 
     def previous(part: str, fid: str, before: str) -> str | None:

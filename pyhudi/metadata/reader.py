@@ -26,6 +26,7 @@ from pyhudi.errors import PyHudiError
 from pyhudi.hfile import HFileReader
 from pyhudi.io.logfile import BlockType, LogBlock, LogFileReader
 from pyhudi.io.storage import Storage
+from pyhudi.metadata.partitions import FILES, INIT_PREFIX, RECORD_INDEX, metadata_base_path
 from pyhudi.metadata.records import (
     ALL_PARTITIONS_KEY,
     MetadataRecord,
@@ -40,15 +41,8 @@ from pyhudi.table.fsview import FileEntry, FileSlice, FileSystemView
 from pyhudi.table.properties import METAFOLDER, TableConfig, read_table_config
 from pyhudi.table.timeline import INDEXING, RESTORE, ROLLBACK, ActiveTimeline, Timeline
 
-METADATA_FOLDER = "metadata"
-FILES = "files"
-RECORD_INDEX = "record_index"
-SOLO_COMMIT_PREFIX = "00000000000000"
+SOLO_COMMIT_PREFIX = INIT_PREFIX
 _FG_INDEX = re.compile(r"-(\d{4})-\d+$")
-
-
-def metadata_base_path(base_path: str) -> str:
-    return posixpath.join(base_path.rstrip("/"), METAFOLDER, METADATA_FOLDER)
 
 
 def valid_instants(data_timeline: ActiveTimeline, mdt_timeline: Timeline) -> set[str]:
@@ -269,3 +263,28 @@ class MetadataListing:
         return {
             p: [FileEntry(n, s) for n, s in files.items()] for p, files in self.reader.all_files().items()
         }
+
+
+def has_metadata_table(storage: Storage, base_path: str, config: TableConfig) -> bool:
+    """True when readers list the table through its metadata table's ``files`` partition."""
+    return FILES in config.metadata_partitions and storage.exists(
+        posixpath.join(metadata_base_path(base_path), METAFOLDER, "hoodie.properties")
+    )
+
+
+def table_view(
+    storage: Storage,
+    base_path: str,
+    config: TableConfig,
+    timeline: ActiveTimeline,
+    *,
+    use_metadata: bool | None = None,
+) -> FileSystemView:
+    """The latest file slices of a data table: listed by its metadata table when it has one (or
+    ``use_metadata``), else by storage."""
+    if use_metadata is None:
+        use_metadata = has_metadata_table(storage, base_path, config)
+    if use_metadata:
+        listing = MetadataListing(MetadataTableReader(storage, base_path, data_timeline=timeline, data_config=config))
+        return FileSystemView.load(storage, base_path, timeline=timeline, config=config, listing=listing)
+    return FileSystemView.from_listing(storage, base_path, timeline, config=config)

@@ -13,9 +13,10 @@ from __future__ import annotations
 import math
 import os
 import posixpath
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -29,7 +30,8 @@ from pyhudi.io.compression import CODEC_GZ
 from pyhudi.io.logfile import BlockType, DeleteRecord, HeaderKey, delete_block, encode_block
 from pyhudi.io.storage import Storage
 from pyhudi.metadata._kernels import ascii_file_groups
-from pyhudi.metadata.reader import RECORD_INDEX, BlockFilter, MetadataTableReader, valid_log_blocks
+from pyhudi.metadata.partitions import RECORD_INDEX, metadata_base_path, pending_indexing
+from pyhudi.metadata.reader import BlockFilter, MetadataTableReader, valid_log_blocks
 from pyhudi.metadata.records import (
     decode_value,
     encode_value,
@@ -38,7 +40,9 @@ from pyhudi.metadata.records import (
     writer_schema_json,
 )
 from pyhudi.spark.partitioning import ROUTE_COL, route_values
-from pyhudi.table.timeline import parse_instant_time
+from pyhudi.spark.task import task_ids
+from pyhudi.table.properties import METAFOLDER, TableConfig, read_table_config
+from pyhudi.table.timeline import ActiveTimeline, parse_instant_time
 
 ASSUMED_BYTES_PER_ENTRY = 48  # Hudi's estimate when sizing the partition
 
@@ -321,7 +325,6 @@ def write_updates(spark, status_df, storage: Storage, mdt_path: str, instant: st
 
     def write_group(t: pa.Table) -> pa.Table:
         from pyhudi.table.filenames import make_log_file_name
-        from pyhudi.write.executor import task_ids
 
         fg = int(t.column(_FG_COL)[0].as_py())
         is_ins = pc.is_valid(t.column("file_id"))
@@ -423,7 +426,6 @@ def build_base_files(spark, files: list[tuple[str, str, str]], storage: Storage,
     from pyhudi.table import base_file
     from pyhudi.table.filenames import make_base_file_name
     from pyhudi.table.schema import COMMIT_TIME_COL, RECORD_KEY_COL
-    from pyhudi.write.executor import task_ids
 
     tasks = file_group_tasks(n, parallelism)
     key_schema = pa.schema([("key", pa.string()), ("partition", pa.string()), ("file_id", pa.string()),
@@ -505,3 +507,44 @@ def merged_cells(storage: Storage, base: str | None, logs: Sequence[str], block_
     v_latest = all_v.take(latest)
     live = pc.is_valid(v_latest)
     return all_k.take(latest).filter(live), v_latest.filter(live)
+
+
+def record_index_lookup(
+    storage: Storage, base_path: str, timeline: ActiveTimeline, config: TableConfig
+) -> RecordIndexLookup | None:
+    """The record index of a table as of its timeline, or None when the table has none (or is building one)."""
+    if RECORD_INDEX not in config.metadata_partitions:
+        return None
+    reader = MetadataTableReader(storage, base_path, data_timeline=timeline, data_config=config)
+    if RECORD_INDEX not in reader.partitions():
+        return None
+    return RecordIndexLookup.from_reader(reader)
+
+
+def record_index_updates(
+    storage: Storage, base_path: str, status_df: Any, spark: Any, instant: str, parallelism: int
+) -> Callable[[], dict[str, list[dict[str, Any]]]]:
+    """The record-index part of a commit's metadata deltacommit: new mappings and delete markers from the
+    WriteStatus key lists, written by Spark tasks (one log file per touched file group). Whether there is an
+    index to update, and its file group count, is decided when it runs, at commit time (under the table lock with
+    optimistic concurrency): an async indexer may have started building the partition meanwhile."""
+
+    def run() -> dict[str, list[dict[str, Any]]]:
+        from pyhudi.spark.errors import task_errors
+
+        cfg = read_table_config(storage, posixpath.join(base_path, METAFOLDER))
+        timeline = ActiveTimeline.load(storage, base_path, cfg)
+        n: int | None = None
+        if RECORD_INDEX in cfg.metadata_partitions:
+            lk = record_index_lookup(storage, base_path, timeline, cfg)
+            n = lk.num_file_groups if lk is not None else None
+        elif RECORD_INDEX in cfg.metadata_partitions_inflight:
+            plan = pending_indexing(timeline)
+            n = plan.file_groups if plan is not None else None
+        if n is None:
+            return {}
+        with task_errors():
+            return {RECORD_INDEX: write_updates(spark, status_df, storage, metadata_base_path(base_path), instant, n,
+                                                parallelism)}
+
+    return run

@@ -12,8 +12,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from pyhudi.index.record import record_index_lookup
 from pyhudi.metadata.reader import RECORD_INDEX, MetadataTableReader
+from pyhudi.metadata.record_index import record_index_lookup
 from pyhudi.table import base_file
 from pyhudi.table.filenames import parse_data_file_name
 from pyhudi.table.fsview import StorageListing

@@ -24,13 +24,16 @@ from pyhudi.io import bloom
 from pyhudi.io.compression import CODEC_GZ
 from pyhudi.io.logfile import hfile_data_block
 from pyhudi.io.storage import Storage
-from pyhudi.metadata.reader import (
+from pyhudi.metadata.partitions import (
+    DRIVER_TOKEN,
     FILES,
-    METADATA_FOLDER,
+    INIT_PREFIX,
     RECORD_INDEX,
-    MetadataTableReader,
+    file_group_id,
     metadata_base_path,
+    pending_indexing,
 )
+from pyhudi.metadata.reader import MetadataTableReader, has_metadata_table
 from pyhudi.metadata.records import (
     ALL_PARTITIONS_KEY,
     MetadataRecord,
@@ -43,6 +46,7 @@ from pyhudi.table import filenames
 from pyhudi.table.fsview import FileSystemView
 from pyhudi.table.properties import (
     METADATA_PARTITIONS,
+    METADATA_PARTITIONS_INFLIGHT,
     METAFOLDER,
     TableConfig,
     create_table_config,
@@ -60,22 +64,11 @@ from pyhudi.table.timeline import (
 )
 
 FILE_SLICES_RETAINED = 2  # file slices kept per metadata file group after a compaction
-INIT_PREFIX = "00000000000000"  # partition initialisation instants: 14 zeros + a 3-digit partition offset
-RLI_INIT_OFFSET = 2  # record_index initialises at 00000000000000002, as in Hudi 1.1 tables
-DRIVER_TOKEN = "0-0-0"
 MDT_BLOOM_ENTRIES = 10000  # Hudi's metadata HFiles carry a 10000-entry DYNAMIC_V0 bloom filter of their keys
-
-_FILE_GROUP_PREFIX = {FILES: "files"}
-
 
 #: writes the files of other metadata partitions for a deltacommit (e.g. record-index log files from Spark
 #: tasks) and returns, per partition, {"rel", "file_id", "size", "n"} of each file written
 ExtraWriter = Callable[[], Mapping[str, list[dict[str, Any]]]]
-
-
-def file_group_id(partition: str, index: int) -> str:
-    prefix = _FILE_GROUP_PREFIX.get(partition, partition.replace("_", "-"))
-    return f"{prefix}-{index:04d}-0"
 
 
 def metadata_table_config(data: TableConfig) -> TableConfig:
@@ -182,6 +175,46 @@ class MetadataWriter:
         if self.storage.exists(path):
             self.storage.delete(path)
 
+    # -- bringing the metadata table in line with a write's options -----------------------------------------
+    def reconcile(self, options: Mapping[str, str], data_timeline: ActiveTimeline) -> TableConfig | None:
+        """Before a write: create the metadata table (its ``files`` partition bootstrapped from a listing, once),
+        drop the partitions pyhudi does not maintain (a stale index would mislead readers), or remove the whole
+        metadata table when ``hoodie.metadata.enable`` is false. Returns the data table's config afterwards, or
+        None when the metadata table is off. The record index is built by the caller
+        (:func:`pyhudi.metadata.indexer.build_record_index`) when asked for and absent."""
+        meta = posixpath.join(self.base_path, METAFOLDER)
+        cfg = self.data_config
+        if not mdt_enabled(options):
+            if cfg.metadata_partitions or self.exists:
+                self.data_config = update_table_config(
+                    self.storage, meta, deletes=[METADATA_PARTITIONS, METADATA_PARTITIONS_INFLIGHT]
+                )
+                self.delete()
+            return None
+        keep_rli = rli_enabled(options) or RECORD_INDEX in cfg.metadata_partitions or (
+            RECORD_INDEX in cfg.metadata_partitions_inflight and pending_indexing(data_timeline) is not None
+        )  # an index being built by the async indexer stays
+        maintained = {FILES, RECORD_INDEX} if keep_rli else {FILES}
+        stale = [p for p in cfg.metadata_partitions if p not in maintained]
+        stale += [p for p in cfg.metadata_partitions_inflight if p not in maintained]
+        if stale:
+            keep = [p for p in cfg.metadata_partitions if p in maintained]
+            self.data_config = update_table_config(
+                self.storage, meta, {METADATA_PARTITIONS: ",".join(keep), METADATA_PARTITIONS_INFLIGHT: ""}
+            )
+            for p in stale:
+                self.drop_partition(p)
+        if not has_metadata_table(self.storage, self.base_path, self.data_config):
+            self.create(data_timeline)
+            self.data_config = read_table_config(self.storage, meta)
+        return self.data_config
+
+    def needs_record_index(self, options: Mapping[str, str]) -> bool:
+        """The write asks for a record index the table neither has nor is building (async)."""
+        cfg = self.data_config
+        return (rli_enabled(options) and RECORD_INDEX not in cfg.metadata_partitions
+                and RECORD_INDEX not in cfg.metadata_partitions_inflight)
+
     # -- creation -------------------------------------------------------------------------------------
     def create(self, data_timeline: ActiveTimeline) -> None:
         """Create the metadata table with its ``files`` partition bootstrapped from a storage listing of the
@@ -274,7 +307,7 @@ class MetadataWriter:
         if existing is not None and existing.is_completed:
             return  # already applied (a retried clean)
         if existing is not None:
-            self.rollback(instant)
+            self.rollback(instant)  # a retried clean's partial deltacommit
             tl = self.timeline()
         by_partition: dict[str, list[MetadataRecord]] = defaultdict(list)
         for r in records:
@@ -303,44 +336,27 @@ class MetadataWriter:
         return InstantTimeGenerator(lock_key=self.mdt_path).next(floor=max(times) if times else None)
 
     # -- rollback -------------------------------------------------------------------------------------
-    def rollback(self, instant: str) -> None:
-        """Remove the deltacommit ``instant`` (of a data action that did not complete): its log files, then
-        its timeline files. Readers never used it (its data instant is not completed)."""
-        if not self.exists:
-            return
-        for st in self.storage.list(self.mdt_path, recursive=True):
-            if st.is_dir or METAFOLDER in st.path[len(self.mdt_path):].split("/"):
-                continue
-            parsed = filenames.parse_data_file_name(st.name)
-            if parsed is not None and parsed.instant == instant:  # log files of a deltacommit, base files of a compaction
-                self.storage.delete(st.path)
-        tl = self.timeline()
-        for inst in sorted(tl.all_instant_files, key=lambda i: -int(i.state)):
-            if inst.requested_time == instant:
-                self.storage.delete(tl.path_of(inst))
+    def rollback(self, instant: str, *, completed: bool = False) -> None:
+        """Roll back the metadata table's instant ``instant`` (a deltacommit that will be redone, the partial
+        initialisation of a partition, a compaction that died): its files, then its timeline files, as a
+        rollback instant of the metadata table. ``completed``: the instant may be completed."""
+        from pyhudi.services.rollback import rollback_instant
 
-    def recover(self, data_timeline: ActiveTimeline) -> None:
-        """Undo what a writer that died left behind: deltacommits of data actions that are still pending
-        (or being rolled back) and pending compactions. Must run before the data-table rollback completes:
-        readers treat the instants a data rollback lists as valid."""
-        if not self.exists:
-            return
-        targets = {i.requested_time for i in data_timeline.pending() if i.action not in ("clean", INDEXING)}
-        for rb in data_timeline.by_action("rollback").pending():
-            plan = data_timeline.read_content(rb) or {}
-            t = (plan.get("instantToRollback") or {}).get("commitTime")
-            if t:
-                targets.add(str(t))
-        for inst in self.timeline().pending():
-            if inst.action != DELTA_COMMIT or inst.requested_time in targets:
-                targets.add(inst.requested_time)
-        for t in sorted(targets):
-            self.rollback(t)
+        if self.exists:
+            rollback_instant(self.storage, self.mdt_path, instant, InstantTimeGenerator(), allow_completed=completed,
+                             missing_ok=True)
+
+    def recover_compactions(self) -> None:
+        """Roll back compactions that died (pending): their base files go; the next compaction redoes them."""
+        if self.exists:
+            for inst in self.timeline().pending().by_action(COMPACTION):
+                self.rollback(inst.requested_time)
 
     # -- compaction and cleaning ----------------------------------------------------------------------
     def maybe_compact(self, data_timeline: ActiveTimeline, max_delta_commits: int, new_time: str) -> Instant | None:
         if data_timeline.by_action(INDEXING).pending():
             return None  # an async index build is writing a partition: compaction waits for it
+        self.recover_compactions()
         tl = self.timeline()
         done = list(tl.completed())
         last_compaction = max((i.requested_time for i in done if i.action == COMMIT), default="")
@@ -457,4 +473,4 @@ def mdt_max_delta_commits(options: Mapping[str, str]) -> int:
     return C.int_option(options, C.METADATA_COMPACT_MAX_DELTA_COMMITS, 1)
 
 
-__all__ = ["METADATA_FOLDER", "MetadataWriter"]
+__all__ = ["MetadataWriter"]

@@ -31,14 +31,16 @@ import posixpath
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, overload
 
 from pyhudi import faults
 from pyhudi.errors import CorruptFileError, PyHudiError
 from pyhudi.io.storage import Storage
+from pyhudi.metadata.partitions import METADATA_FOLDER, metadata_base_path
 from pyhudi.table import markers
 from pyhudi.table.filenames import parse_data_file_name
 from pyhudi.table.fsview import StorageListing
+from pyhudi.table.properties import METAFOLDER
 from pyhudi.table.timeline import (
     COMMIT,
     DELTA_COMMIT,
@@ -126,17 +128,41 @@ def _local_path(base_path: str, partition: str, recorded: str) -> str:
     return posixpath.join(base_path, partition, name) if partition else posixpath.join(base_path, name)
 
 
-def _delete_pending_instant_files(timeline: ActiveTimeline, instant_time: str) -> None:
-    """Delete ``<t>.inflight``/``<t>.<action>.inflight`` then ``<t>.<action>.requested`` (not a completed file)."""
-    storage = timeline.storage
-    files = [
-        Instant.parse(st.name)
-        for st in storage.list(timeline.timeline_dir)
-        if not st.is_dir and st.name.startswith(f"{instant_time}.")
-    ]
-    pending = [i for i in files if i is not None and not i.is_completed]
-    for inst in sorted(pending, key=lambda i: -int(i.state)):  # inflight first, as Hudi does
-        storage.delete(timeline.path_of(inst), missing_ok=True)
+def _instant_files(timeline: ActiveTimeline, instant_time: str) -> list[Instant]:
+    """Every timeline file of ``instant_time`` now on storage, most advanced state first."""
+    files = [Instant.parse(st.name) for st in timeline.storage.list(timeline.timeline_dir) if not st.is_dir]
+    mine = [i for i in files if i is not None and i.requested_time == instant_time]
+    return sorted(mine, key=lambda i: -int(i.state))
+
+
+def _delete_instant_files(timeline: ActiveTimeline, instant_time: str, *, completed: bool = False) -> None:
+    """Delete ``<t>.inflight``/``<t>.<action>.inflight`` then ``<t>.<action>.requested`` (and, with
+    ``completed``, the completed file first: a metadata-table deltacommit of a data write that did not complete)."""
+    for inst in _instant_files(timeline, instant_time):  # completed, inflight, requested: as Hudi does
+        if completed or not inst.is_completed:
+            timeline.storage.delete(timeline.path_of(inst), missing_ok=True)
+
+
+def metadata_table_of(storage: Storage, base_path: str) -> str | None:
+    """The metadata table's base path of the data table at ``base_path``, if it has one."""
+    if base_path.rstrip("/").endswith(f"/{METAFOLDER}/{METADATA_FOLDER}"):
+        return None  # a metadata table has none
+    mdt = metadata_base_path(base_path)
+    return mdt if storage.exists(posixpath.join(mdt, METAFOLDER, "hoodie.properties")) else None
+
+
+def _roll_back_metadata(storage: Storage, base_path: str, target: str, rollback_time: str, source: TimeSource) -> None:
+    """Roll back the metadata table's deltacommit of the data instant ``target`` (completed or not), as a
+    rollback instant with the data rollback's time, before the data rollback completes: readers treat the
+    instants a completed data rollback names as valid metadata instants."""
+    mdt = metadata_table_of(storage, base_path)
+    if mdt is None:
+        return
+    tl = ActiveTimeline.load(storage, mdt)
+    if not _instant_files(tl, target) and not any(True for _ in tl.by_action(ROLLBACK).pending()):
+        return
+    rollback_instant(storage, mdt, target, source, tl, allow_completed=True, rollback_time=rollback_time,
+                     missing_ok=True)
 
 
 def _execute(
@@ -162,6 +188,11 @@ def _execute(
             inflight = timeline.transition_to_inflight(rollback_instant, None)
     faults.at("rollback.inflight")
 
+    _roll_back_metadata(storage, base_path, t, rollback_instant.requested_time, time_source)
+    done_target = any(i.is_completed for i in _instant_files(timeline, t))
+    if done_target:  # only metadata tables roll completed instants back; the instant goes before its files
+        _delete_instant_files(timeline, t, completed=True)
+
     per_partition: dict[str, tuple[list[str], list[str]]] = {}
     deleted: list[str] = []
     failed: list[str] = []
@@ -180,7 +211,7 @@ def _execute(
             deleted.append(path)
     faults.at("rollback.files_deleted")
 
-    _delete_pending_instant_files(timeline, t)
+    _delete_instant_files(timeline, t)
     faults.at("rollback.instant_deleted")
 
     metadata = {
@@ -234,16 +265,41 @@ def complete_pending_rollbacks(
     return results
 
 
+@overload
+def rollback_instant(
+    storage: Storage, base_path: str, instant: Instant | str, time_source: TimeSource,
+    timeline: ActiveTimeline | None = None, *, allow_completed: bool = False, rollback_time: str | None = None,
+    missing_ok: Literal[False] = False,
+) -> RollbackResult: ...
+
+
+@overload
+def rollback_instant(
+    storage: Storage, base_path: str, instant: Instant | str, time_source: TimeSource,
+    timeline: ActiveTimeline | None = None, *, allow_completed: bool = False, rollback_time: str | None = None,
+    missing_ok: bool,
+) -> RollbackResult | None: ...
+
+
 def rollback_instant(
     storage: Storage,
     base_path: str,
     instant: Instant | str,
     time_source: TimeSource,
     timeline: ActiveTimeline | None = None,
-) -> RollbackResult:
-    """Roll back one pending write instant of the table at ``base_path`` (data or metadata table).
+    *,
+    allow_completed: bool = False,
+    rollback_time: str | None = None,
+    missing_ok: bool = False,
+) -> RollbackResult | None:
+    """Roll back one pending write instant of the table at ``base_path`` (data or metadata table), and its
+    metadata-table deltacommit first (a data table's).
 
     If a pending rollback of that instant exists, it is completed instead of planning a new one.
+    ``allow_completed``: a completed instant may be rolled back too (a metadata table's deltacommit of a data
+    write that failed). ``rollback_time``: the rollback's instant time (a metadata table's rollback takes its data
+    rollback's), if it is after every time on the timeline. ``missing_ok``: None instead of an error when the
+    instant is not on the timeline.
     """
     tl = (timeline or ActiveTimeline.load(storage, base_path)).reload()
     t = instant.requested_time if isinstance(instant, Instant) else instant
@@ -254,11 +310,17 @@ def rollback_instant(
             return _execute(storage, base_path, tl, pending, plan, time_source)
     current = tl.get(t)
     if current is None:
+        if missing_ok:
+            return None
         raise PyHudiError(f"no instant {t} on the timeline of {base_path}")
-    if current.is_completed:
+    if current.is_completed and not allow_completed:
         raise PyHudiError(f"instant {current} is completed; only pending writes can be rolled back")
     plan = plan_rollback(storage, base_path, t, current.action)
-    r = next_time(time_source, tl.latest_time())
+    latest = tl.latest_time()
+    if rollback_time is not None and (latest is None or rollback_time > latest):
+        r = rollback_time
+    else:
+        r = next_time(time_source, latest)
     requested = tl.create_requested(ROLLBACK, r, plan)
     faults.at("rollback.planned")
     return _execute(storage, base_path, tl, requested, plan, time_source)
@@ -269,12 +331,14 @@ def rollback_failed_writes(
     base_path: str,
     timeline: ActiveTimeline | None,
     time_source: TimeSource,
+    is_failed: Callable[[Instant], bool] | None = None,
 ) -> list[RollbackResult]:
-    """EAGER failed-writes cleaning: finish pending rollbacks, then roll back every pending
-    commit/deltacommit/replacecommit, latest first. Returns the rollbacks completed by this call."""
+    """Failed-writes cleaning: finish pending rollbacks, then roll back the pending commit/deltacommit/
+    replacecommit instants that ``is_failed`` says have failed (default: every one), latest first. Returns the
+    rollbacks completed by this call."""
     results = complete_pending_rollbacks(storage, base_path, time_source, timeline)
     tl = (timeline or ActiveTimeline.load(storage, base_path)).reload()
-    failed = [i for i in tl.pending() if i.action in ROLLBACK_ACTIONS]
+    failed = [i for i in tl.pending() if i.action in ROLLBACK_ACTIONS and (is_failed is None or is_failed(i))]
     for inst in sorted(failed, key=lambda i: i.requested_time, reverse=True):
         results.append(rollback_instant(storage, base_path, inst, time_source, tl))
         tl = tl.reload()

@@ -12,41 +12,24 @@ import pyarrow.compute as pc
 from pyhudi import config as C
 from pyhudi.errors import ConfigError, InvalidInputError, PyHudiError
 from pyhudi.io.storage import Storage
-from pyhudi.metadata.indexer import pending_indexing
-from pyhudi.metadata.reader import (
-    FILES,
-    RECORD_INDEX,
-    MetadataListing,
-    MetadataTableReader,
-    metadata_base_path,
-)
-from pyhudi.metadata.writer import (
-    INIT_PREFIX,
-    RLI_INIT_OFFSET,
-    MetadataWriter,
-    mdt_enabled,
-    mdt_max_delta_commits,
-    rli_enabled,
-)
-from pyhudi.services.clean import clean as run_clean
-from pyhudi.services.rollback import rollback_failed_writes
+from pyhudi.metadata.indexer import AsyncRecordIndexBuilder, build_record_index
+from pyhudi.metadata.partitions import RECORD_INDEX
+from pyhudi.metadata.reader import has_metadata_table, table_view
+from pyhudi.metadata.record_index import record_index_lookup
+from pyhudi.metadata.writer import MetadataWriter
 from pyhudi.spark.errors import task_errors
-from pyhudi.spark.progress import Progress
-from pyhudi.table import base_file, markers
+from pyhudi.table import base_file
 from pyhudi.table.fsview import FileSystemView
 from pyhudi.table.properties import (
-    METADATA_PARTITIONS,
-    METADATA_PARTITIONS_INFLIGHT,
     METAFOLDER,
     TableConfig,
     create_table_config,
     read_table_config,
-    update_table_config,
 )
-from pyhudi.table.schema import COMMIT_TIME_COL, avro_schema_json, avro_to_arrow, check_compatible, with_meta
-from pyhudi.table.timeline import ActiveTimeline, Instant, InstantTimeGenerator
-from pyhudi.write.context import WriteJob
-from pyhudi.write.producer import PRODUCERS, WriteResult
+from pyhudi.table.schema import COMMIT_TIME_COL, avro_schema_json, with_meta
+from pyhudi.table.timeline import ActiveTimeline
+from pyhudi.txn.transaction import WriteTransaction, resolve_options, table_schema
+from pyhudi.write.producer import WriteResult
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -140,162 +123,51 @@ class Table:
 
     def schema(self) -> pa.Schema:
         """The data schema (without meta columns): the latest commit's writer schema, else the create schema."""
-        tl = self.timeline()
-        for inst in reversed(list(tl.completed_commits())):
-            md = tl.read_commit_metadata(inst)
-            s = (md.get("extraMetadata") or {}).get("schema")
-            if s:
-                return avro_to_arrow(s)
-        if self.config.create_schema:
-            return avro_to_arrow(self.config.create_schema)
-        raise PyHudiError(f"{self.base_path}: table has no schema yet")
+        return table_schema(self.config, self.timeline(), self.base_path)
+
+    def refresh(self) -> Table:
+        """Reload the table's properties (after a write or an index build changed them); returns self."""
+        self.config = read_table_config(self.storage, posixpath.join(self.base_path, METAFOLDER))
+        return self
 
     @property
     def has_metadata_table(self) -> bool:
         """True when readers list this table through its metadata table's ``files`` partition."""
-        return FILES in self.config.metadata_partitions and self.storage.exists(
-            posixpath.join(metadata_base_path(self.base_path), METAFOLDER, "hoodie.properties")
-        )
+        return has_metadata_table(self.storage, self.base_path, self.config)
 
     def view(self, timeline: ActiveTimeline | None = None, *, use_metadata: bool | None = None) -> FileSystemView:
         """Latest file slices: from the metadata table when the table has one, else from a storage listing."""
-        tl = timeline or self.timeline()
-        if use_metadata is None:
-            use_metadata = self.has_metadata_table
-        if use_metadata:
-            listing = MetadataListing(
-                MetadataTableReader(self.storage, self.base_path, data_timeline=tl, data_config=self.config)
-            )
-            return FileSystemView.load(self.storage, self.base_path, timeline=tl, config=self.config, listing=listing)
-        return FileSystemView.from_listing(self.storage, self.base_path, tl)
-
-    def _prepare_metadata(self, options: Mapping[str, str], timeline: ActiveTimeline) -> MetadataWriter | None:
-        """Bring the metadata table in line with ``hoodie.metadata.enable`` before a write: create it (files
-        partition bootstrapped from a listing, once), drop partitions pyhudi does not maintain (a stale index
-        would mislead readers), or remove it when disabled."""
-        meta = posixpath.join(self.base_path, METAFOLDER)
-        writer = MetadataWriter(self.storage, self.base_path, self.config)
-        if not mdt_enabled(options):
-            if self.config.metadata_partitions or writer.exists:
-                self.config = update_table_config(
-                    self.storage, meta, deletes=[METADATA_PARTITIONS, METADATA_PARTITIONS_INFLIGHT]
-                )
-                writer.delete()
-            return None
-        keep_rli = rli_enabled(options) or RECORD_INDEX in self.config.metadata_partitions or (
-            RECORD_INDEX in self.config.metadata_partitions_inflight and pending_indexing(timeline) is not None
-        )  # an index being built by the async indexer stays
-        maintained = {FILES, RECORD_INDEX} if keep_rli else {FILES}
-        stale = [p for p in self.config.metadata_partitions if p not in maintained]
-        stale += [p for p in self.config.metadata_partitions_inflight if p not in maintained]
-        if stale:
-            keep = [p for p in self.config.metadata_partitions if p in maintained]
-            self.config = update_table_config(
-                self.storage, meta, {METADATA_PARTITIONS: ",".join(keep), METADATA_PARTITIONS_INFLIGHT: ""}
-            )
-            for p in stale:
-                writer.drop_partition(p)
-        writer.data_config = self.config
-        if not self.has_metadata_table:
-            writer.create(timeline)
-            self.config = read_table_config(self.storage, meta)
-            writer.data_config = self.config
-        building = RECORD_INDEX in self.config.metadata_partitions_inflight  # by the async indexer
-        if rli_enabled(options) and RECORD_INDEX not in self.config.metadata_partitions and not building:
-            self.build_record_index(timeline=timeline, options=options, writer=writer)
-        return writer
+        return table_view(self.storage, self.base_path, self.config, timeline or self.timeline(),
+                          use_metadata=use_metadata)
 
     def build_record_index(
         self,
         num_file_groups: int | None = None,
         *,
-        timeline: ActiveTimeline | None = None,
         options: Mapping[str, str] | None = None,
-        writer: MetadataWriter | None = None,
         spark: SparkSession | None = None,
         concurrent: bool = False,
     ) -> int:
-        """Initialise the record index from the latest base files listed by the files partition (no storage
-        listing): keys read in parallel, N file groups (estimated from the record count with Hudi's formula
-        unless given), each written as one sorted base HFile by one Spark task. Returns N.
-
-        ``concurrent=True`` runs the async indexer protocol (:mod:`pyhudi.metadata.indexer`): other writers may
-        keep committing during the build; their changes are caught up before the partition becomes available.
-        """
-        from pyhudi.metadata.record_index import build_base_files, estimate_file_groups
-        from pyhudi.spark.session import get_spark
-
-        if concurrent:
-            from pyhudi.metadata.indexer import AsyncRecordIndexBuilder
-
-            return AsyncRecordIndexBuilder(self, options, spark=spark).build(num_file_groups)
-        tl = timeline or self.timeline()
-        if writer is None:
-            writer = self._prepare_metadata({**(options or {}), C.RECORD_INDEX_ENABLE: "false"}, tl)
-            if writer is None:
+        """Initialise the record index (N file groups, estimated from the record count with Hudi's formula unless
+        given); returns N. ``concurrent=True`` runs the async indexer protocol (:mod:`pyhudi.metadata.indexer`):
+        other writers may keep committing during the build."""
+        opts = {k: str(v) for k, v in (options or {}).items()}
+        try:
+            if concurrent:
+                return AsyncRecordIndexBuilder(self.storage, self.base_path, opts, spark=spark).build(num_file_groups)
+            tl = self.timeline()
+            writer = MetadataWriter(self.storage, self.base_path, self.config)
+            if writer.reconcile({**opts, C.RECORD_INDEX_ENABLE: "false"}, tl) is None:
                 raise ConfigError("the record index lives in the metadata table: hoodie.metadata.enable must be true")
-        view = self.view(tl)
-        latest = view.latest_base_files()
-        rows_by_file = self._record_counts(tl)
-        n = num_file_groups or estimate_file_groups(sum(rows_by_file.get(f.file_name, 0) for f in latest), options)
-        files = [(f.partition, f.file_id, f.relative_path) for f in latest]
-        instant = f"{INIT_PREFIX}{RLI_INIT_OFFSET:03d}"
-        spark_ = spark or get_spark()
-        par = max(2, spark_.sparkContext.defaultParallelism)
-
-        def write_files() -> dict[str, list[dict[str, Any]]]:
-            with task_errors():
-                return {RECORD_INDEX: build_base_files(
-                    spark_, files, self.storage, self.base_path, writer.mdt_path, instant, n, par
-                )}
-
-        writer.create_record_index(instant, write_files, n)
-        self.config = read_table_config(self.storage, posixpath.join(self.base_path, METAFOLDER))
-        return n
-
-    def _record_index_updates(self, producer: Any, instant: str) -> Any:
-        """The metadata deltacommit's record-index part: new mappings and delete markers from the WriteStatus
-        key lists, written by Spark tasks (one log file per touched file group)."""
-        if getattr(producer, "status_df", None) is None:
-            return None
-        from pyhudi.index.record import record_index_lookup
-        from pyhudi.metadata.record_index import write_updates
-
-        def run() -> dict[str, list[dict[str, Any]]]:
-            # decided now, at commit time: an async indexer may have started building the partition meanwhile
-            cfg = read_table_config(self.storage, posixpath.join(self.base_path, METAFOLDER))
-            n: int | None = None
-            if RECORD_INDEX in cfg.metadata_partitions:
-                lk = record_index_lookup(self.storage, self.base_path, producer.job.timeline, cfg)
-                n = lk.num_file_groups if lk is not None else None
-            elif RECORD_INDEX in cfg.metadata_partitions_inflight:
-                plan = pending_indexing(producer.job.timeline.reload())
-                n = plan.file_groups if plan is not None else None
-            if n is None:
-                return {}
-            with task_errors():
-                return {RECORD_INDEX: write_updates(
-                    producer.job.spark, producer.status_df, self.storage, metadata_base_path(self.base_path),
-                    instant, n, producer.job.parallelism,
-                )}
-
-        return run
-
-    def _record_counts(self, tl: ActiveTimeline) -> dict[str, int]:
-        """Records per base file name, from the write stats of the completed commits."""
-        out: dict[str, int] = {}
-        for inst in tl.completed_commits():
-            for stats in (tl.read_commit_metadata(inst).get("partitionToWriteStats") or {}).values():
-                for st in stats:
-                    if st.get("path"):
-                        out[posixpath.basename(st["path"])] = int(st.get("numWrites") or 0)
-        return out
+            if RECORD_INDEX in writer.data_config.metadata_partitions:
+                raise PyHudiError(f"{self.base_path} already has a record index")
+            return build_record_index(writer, tl, opts, num_file_groups=num_file_groups, spark=spark)
+        finally:
+            self.refresh()
 
     def lookup(self, keys: Sequence[str]) -> pa.Table:
         """Where the record index says each key lives: (key, found, partition, file_id, instant) in the order
         given; absent keys have found=false and nulls."""
-        from pyhudi.index.record import record_index_lookup
-
         tl = self.timeline()
         lk = record_index_lookup(self.storage, self.base_path, tl, self.config)
         if lk is None:
@@ -314,45 +186,6 @@ class Table:
             "instant_ms": instants.take(idx) if found.num_rows else pa.nulls(len(arr), pa.int64()),
         })
 
-    def _write_options(self, options: Mapping[str, str] | None) -> dict[str, str]:
-        """Table properties first (they win for table-defining keys), then the caller's options."""
-        o = {k: str(v) for k, v in (options or {}).items()}
-        cfg = self.config
-        fixed = {
-            C.RECORDKEY_FIELD: ",".join(cfg.record_key_fields),
-            C.PARTITIONPATH_FIELD: ",".join(cfg.partition_fields),
-            C.HIVE_STYLE_PARTITIONING: str(cfg.hive_style_partitioning).lower(),
-            C.URL_ENCODE_PARTITIONING: str(cfg.url_encode_partitioning).lower(),
-        }
-        if cfg.ordering_fields:
-            fixed[C.ORDERING_FIELDS] = ",".join(cfg.ordering_fields)
-        if cfg.key_generator_type:
-            fixed[C.KEYGENERATOR_TYPE] = cfg.key_generator_type
-        if cfg.record_merge_mode:
-            fixed[C.RECORD_MERGE_MODE] = cfg.record_merge_mode
-        for k, v in fixed.items():
-            given = o.get(k)
-            if given is not None and given.strip() and k in (C.RECORDKEY_FIELD, C.PARTITIONPATH_FIELD) and (
-                [x.strip() for x in given.split(",")] != [x.strip() for x in v.split(",") if x.strip()]
-            ):
-                raise ConfigError(f"option {k}={given!r} does not match the table's {v!r}")
-            o[k] = v
-        if not (o.get(C.INDEX_TYPE) or "").strip():
-            o[C.INDEX_TYPE] = self.default_index_type(o)
-        return o
-
-    def default_index_type(self, options: Mapping[str, str]) -> str:
-        """The index used when ``hoodie.index.type`` is not given: RECORD_INDEX for a table that has (or is
-        building) a record index, and for a new table with the metadata table on (unless
-        ``hoodie.metadata.record.index.enable=false``); Hudi's default, SIMPLE, for other existing tables."""
-        cfg = self.config
-        if RECORD_INDEX in cfg.metadata_partitions or RECORD_INDEX in cfg.metadata_partitions_inflight:
-            return "RECORD_INDEX"
-        rli_off = str(options.get(C.RECORD_INDEX_ENABLE, "")).strip().lower() == "false"
-        if not self.timeline().completed_commits() and mdt_enabled(options) and not rli_off:
-            return "RECORD_INDEX"
-        return str(C.DEFAULTS[C.INDEX_TYPE])
-
     # -- writing ------------------------------------------------------------------------------------
     def write(
         self,
@@ -363,95 +196,15 @@ class Table:
         progress: bool = False,
     ) -> WriteResult:
         """Write a Spark DataFrame with ``operation`` (insert, upsert, delete, bulk_insert, insert_overwrite,
-        insert_overwrite_table).
+        insert_overwrite_table), as one transaction (:class:`~pyhudi.txn.transaction.WriteTransaction`).
 
         ``progress`` shows the stage and the share of its Spark tasks done on a terminal (stderr).
         """
-        import time
-
-        t0 = time.perf_counter()
-        opts = self._write_options(options)
-        given_op = opts.get(C.OPERATION)
-        if given_op is not None and given_op.strip().lower() not in C.OPERATIONS:
-            raise ConfigError(
-                f"option {C.OPERATION} has unknown value {given_op!r}; expected one of {', '.join(C.OPERATIONS)}"
-            )
-        opts[C.OPERATION] = operation
-        wc = C.WriteConfig.from_options(opts)
-        from pyhudi.spark.session import arrow_schema
-
-        incoming = arrow_schema(df)
-        timeline = self.timeline()
-        has_commits = bool(timeline.completed_commits())
-        if wc.operation == "delete":
-            data_schema = self.schema() if has_commits else incoming
-        else:
-            data_schema = self.schema() if has_commits else avro_to_arrow(self.config.create_schema) \
-                if self.config.create_schema else incoming
-            check_compatible(data_schema, incoming, f"write to {self.base_path}")
-        mdt_enabled(opts)  # reject a bad hoodie.metadata.enable before touching anything
-        gen = InstantTimeGenerator(lock_key=self.base_path)
-        MetadataWriter(self.storage, self.base_path, self.config).recover(timeline)  # before the data rollback
-        rollback_failed_writes(self.storage, self.base_path, timeline, gen)
-        timeline = timeline.reload()
-        writer: MetadataWriter | None = None
-        instant = gen.next(floor=timeline.latest_time())
-        spark = df.sparkSession
-        job = WriteJob(
-            spark=spark,
-            storage=self.storage,
-            base_path=self.base_path,
-            table_name=self.name,
-            config=wc,
-            instant=instant,
-            timeline=timeline,
-            view=self.view(timeline),
-            data_schema=data_schema,
-        )
-        producer = PRODUCERS[wc.operation](job)
-        producer.validate_columns(df.columns)
-        pending: list[Instant] = []
-
-        def start_instant() -> None:
-            # The instant appears on the timeline only now, with the input validated (columns, null keys) and
-            # the write planned, so bad input leaves no trace. Markers and data files come after this.
-            nonlocal writer
-            # metadata table set-up (creation, record-index build) also waits for validated input
-            writer = self._prepare_metadata(opts, timeline)
-            requested = timeline.create_requested(producer.action, instant, producer.requested_metadata())
-            pending.append(timeline.transition_to_inflight(requested, producer.inflight_metadata()))
-
-        job.progress = Progress(spark, enabled=progress)
-        with job.progress:
-            try:
-                result = producer.run(df, before_write=start_instant)
-                with job.timed("commit"):
-                    metadata = producer.commit_metadata(result.stats)
-                    if writer is not None:
-                        writer.apply_commit(instant, metadata, extra=self._record_index_updates(producer, instant))
-                    producer.fault("before_data_commit")
-                    timeline.complete(pending[0], metadata, gen.next(floor=instant))
-                    markers.delete_markers(self.storage, self.base_path, instant)
-            finally:
-                producer.unpersist()
-            if wc.auto_clean:
-                with job.timed("clean"):
-                    tl = self.timeline()
-                    run_clean(
-                        self.storage,
-                        self.base_path,
-                        tl,
-                        wc.cleaner_commits_retained,
-                        gen.next(floor=tl.latest_time()),
-                        on_delete=writer.apply_clean if writer is not None else None,
-                    )
-            if writer is not None:
-                with job.timed("metadata_compaction"):
-                    tl = self.timeline()
-                    writer.maybe_compact(tl, mdt_max_delta_commits(opts), gen.next(floor=tl.latest_time()))
-        job.timings["total"] = time.perf_counter() - t0
-        result.timings = job.timings
-        return result
+        opts = resolve_options(self.config, options, self.timeline())
+        try:
+            return WriteTransaction(self.storage, self.base_path, opts, progress=progress).write(df, operation)
+        finally:
+            self.refresh()
 
     # -- reading ------------------------------------------------------------------------------------
     def read(
@@ -516,8 +269,6 @@ class Table:
 
     def record_index_stats(self) -> dict[str, Any]:
         """{file_groups, entries (live mappings), bytes (latest record-index file slices), bytes_per_entry}."""
-        from pyhudi.index.record import record_index_lookup
-
         lk = record_index_lookup(self.storage, self.base_path, self.timeline(), self.config)
         if lk is None:
             raise PyHudiError(f"{self.base_path} has no record index")

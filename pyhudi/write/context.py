@@ -61,7 +61,7 @@ class WriteJob:
 
     def record_index_lookup(self) -> RecordIndexLookup | None:
         """The table's record index as of this write's timeline (None: not built); opened once per write."""
-        from pyhudi.index.record import record_index_lookup
+        from pyhudi.metadata.record_index import record_index_lookup
         from pyhudi.table.properties import METAFOLDER, read_table_config
 
         if self._record_index is None:

@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 
 from pyhudi import faults
 from pyhudi.io.storage import Storage
+from pyhudi.spark.task import task_ids
 from pyhudi.table import base_file, filenames, markers
 from pyhudi.table.schema import (
     COMMIT_SEQNO_COL,
@@ -65,19 +66,6 @@ class WriteContext:
     buckets: dict[int, Bucket]
     sort_by_key: bool = False
     fault: str | None = None  # the write's fault spec (pyhudi.faults), acted on in the task
-
-
-def task_ids() -> tuple[int, str]:
-    """(task partition id, write token ``<partitionId>-<stageId>-<attemptId>``) of the running Spark task."""
-    try:
-        from pyspark import TaskContext
-
-        tc = TaskContext.get()
-    except ImportError:  # pragma: no cover - pyspark is a dependency
-        tc = None
-    if tc is None:
-        return 0, "0-0-0"
-    return tc.partitionId(), f"{tc.partitionId()}-{tc.stageId()}-{tc.taskAttemptId()}"
 
 
 def write_bucket(ctx: WriteContext, incoming: pa.Table) -> pa.Table:

@@ -19,7 +19,8 @@ import pyarrow.compute as pc
 from pyhudi import config as C
 from pyhudi import faults
 from pyhudi.errors import InvalidInputError
-from pyhudi.index.base import LOC_FILE_ID_COL, LOC_PARTITION_COL, KeyRouting, index_for
+from pyhudi.index import index_for
+from pyhudi.index.base import LOC_FILE_ID_COL, LOC_PARTITION_COL, KeyRouting
 from pyhudi.io.storage import Storage
 from pyhudi.spark import cached
 from pyhudi.spark.errors import task_errors

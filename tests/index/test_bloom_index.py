@@ -24,12 +24,14 @@ import pyarrow.parquet as pq
 import pytest
 
 from pyhudi.config import WriteConfig
-from pyhudi.index.base import LOC_FILE_ID_COL, LOC_PARTITION_COL, index_for
+from pyhudi.index import index_for
+from pyhudi.index.base import LOC_FILE_ID_COL, LOC_PARTITION_COL
 from pyhudi.index.bloom import BloomIndex, BloomIndexStats, candidate_pairs, file_groups
 from pyhudi.io.bloom import PARQUET_BLOOM_FILTER_TYPE_CODE_KEY, BloomFilter
 from pyhudi.table import base_file
 from pyhudi.table.schema import PARTITION_PATH_COL, RECORD_KEY_COL
 from pyhudi.table.table import Table
+from pyhudi.txn.transaction import resolve_options
 from pyhudi.write.context import WriteJob
 from pyhudi.write.executor import OP_COL
 from pyhudi.write.producer import PRODUCERS
@@ -131,7 +133,7 @@ def test_footer_min_max_in_java_order(tmp_path: Path) -> None:
 
 # -- Spark helpers ----------------------------------------------------------------------------------------------
 def make_job(spark, table: Table, options: dict[str, str], operation: str = "upsert") -> WriteJob:  # type: ignore[no-untyped-def]
-    opts = table._write_options({**options, "hoodie.datasource.write.operation": operation})
+    opts = resolve_options(table.config, {**options, "hoodie.datasource.write.operation": operation}, table.timeline())
     tl = table.timeline()
     return WriteJob(
         spark=spark,

@@ -14,6 +14,7 @@ from pyhudi.index.record import FileGroupRouting, RecordLevelIndex
 from pyhudi.metadata.record_index import file_groups_of
 from pyhudi.table.schema import RECORD_KEY_COL
 from pyhudi.table.table import Table
+from pyhudi.txn.transaction import resolve_options
 from pyhudi.write.context import WriteJob
 from pyhudi.write.producer import PRODUCERS
 
@@ -44,7 +45,7 @@ def table(spark, tmp_path_factory: pytest.TempPathFactory) -> Table:  # type: ig
 
 
 def upsert_job(spark, table: Table, extra: dict[str, str]) -> tuple[WriteJob, object]:  # type: ignore[no-untyped-def]
-    opts = table._write_options({**OPTS, **extra})
+    opts = resolve_options(table.config, {**OPTS, **extra}, table.timeline())
     opts[C.OPERATION] = "upsert"
     tl = table.timeline()
     job = WriteJob(spark=spark, storage=table.storage, base_path=table.base_path, table_name=table.name,

@@ -14,10 +14,13 @@ import pytest
 from hudi import HudiTableBuilder
 
 from pyhudi import Table, faults
-from pyhudi.metadata.indexer import AsyncRecordIndexBuilder, pending_indexing
-from pyhudi.metadata.reader import RECORD_INDEX
+from pyhudi.io.storage import Storage
+from pyhudi.metadata.indexer import AsyncRecordIndexBuilder
+from pyhudi.metadata.partitions import RECORD_INDEX, pending_indexing
 from pyhudi.metadata.validate import validate_table
 from pyhudi.table.timeline import INDEXING
+
+LOCAL = Storage.from_uri("/")[0]
 
 pytestmark = pytest.mark.spark
 
@@ -113,11 +116,11 @@ def test_writers_during_each_phase_and_a_catch_up(spark, tmp_path: Path, monkeyp
         if phase == "build":
             # a writer that does not know about the inflight partition: its commit must be caught up
             with monkeypatch.context() as m:
-                m.setattr(Table, "_record_index_updates", lambda self, producer, instant: None)
+                m.setattr("pyhudi.txn.transaction.record_index_updates", lambda *a, **k: None)
                 step[0] += 1
                 _write(spark, base, model, step[0])
 
-    builder = AsyncRecordIndexBuilder(Table.open(base), OPTS, spark=spark)
+    builder = AsyncRecordIndexBuilder(LOCAL, base, OPTS, spark=spark)
     with faults.inject("index.*", hook):
         n = builder.build(num_file_groups=3)
     assert n == 3
@@ -157,7 +160,7 @@ def test_concurrent_writer_thread(spark, tmp_path: Path) -> None:  # type: ignor
     th.start()
     started.wait(timeout=300)
     try:
-        AsyncRecordIndexBuilder(Table.open(base), OPTS, spark=spark).build(num_file_groups=2)
+        AsyncRecordIndexBuilder(LOCAL, base, OPTS, spark=spark).build(num_file_groups=2)
         before = commits_during[0]
         deadline_steps = before + 1
         while commits_during[0] < deadline_steps and not errors:  # one more write after the build
@@ -179,7 +182,7 @@ def test_indexer_that_dies_is_restarted(spark, tmp_path: Path) -> None:  # type:
     model = _seed(spark, base)
 
     with faults.inject("index.catch_up"), pytest.raises(faults.InjectedFault):
-        AsyncRecordIndexBuilder(Table.open(base), OPTS, spark=spark).build(num_file_groups=2)
+        AsyncRecordIndexBuilder(LOCAL, base, OPTS, spark=spark).build(num_file_groups=2)
     t = Table.open(base)
     assert RECORD_INDEX in t.config.metadata_partitions_inflight and pending_indexing(t.timeline()) is not None
     # writers keep going (and keep the inflight partition), record-index lookups are not offered yet
@@ -191,6 +194,6 @@ def test_indexer_that_dies_is_restarted(spark, tmp_path: Path) -> None:  # type:
         t.lookup(["k001"])
     seen: list[Any] = []
     with faults.inject("index.*", seen.append):
-        AsyncRecordIndexBuilder(t, OPTS, spark=spark).build(num_file_groups=4)
+        AsyncRecordIndexBuilder(t.storage, t.base_path, OPTS, spark=spark).build(num_file_groups=4)
     assert seen == ["index.schedule", "index.snapshot", "index.build", "index.catch_up", "index.complete"]
     _check(base, model)

@@ -18,9 +18,10 @@ from click.testing import CliRunner
 
 from pyhudi.cli.main import main as cli_main
 from pyhudi.io.storage import Storage
-from pyhudi.metadata.reader import FILES, RECORD_INDEX, MetadataTableReader
+from pyhudi.metadata.partitions import FILES, INIT_PREFIX, RECORD_INDEX
+from pyhudi.metadata.reader import MetadataTableReader
 from pyhudi.metadata.validate import validate_table
-from pyhudi.metadata.writer import INIT_PREFIX, MetadataWriter
+from pyhudi.metadata.writer import MetadataWriter
 from pyhudi.table.filenames import parse_data_file_name
 from pyhudi.table.table import Table
 from pyhudi.table.timeline import COMMIT, COMPACTION, DELTA_COMMIT, ActiveTimeline

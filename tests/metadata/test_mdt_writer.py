@@ -11,10 +11,12 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from pyhudi.metadata.reader import FILES, MetadataTableReader
+from pyhudi.metadata.partitions import FILES, INIT_PREFIX
+from pyhudi.metadata.reader import MetadataTableReader
 from pyhudi.metadata.validate import validate_table
-from pyhudi.metadata.writer import INIT_PREFIX, MetadataWriter
+from pyhudi.metadata.writer import MetadataWriter
 from pyhudi.services.clean import clean as run_clean
+from pyhudi.services.rollback import rollback_failed_writes
 from pyhudi.table.filenames import parse_data_file_name
 from pyhudi.table.table import Table
 from pyhudi.table.timeline import COMMIT, COMPACTION, DELTA_COMMIT, ActiveTimeline, InstantTimeGenerator
@@ -260,7 +262,7 @@ def test_failed_data_commit_deltacommit_is_ignored_then_rolled_back(tmp_path: Pa
     assert reader.list_partitions() == ["region=a"]
     assert hudi_rows(fab.base) == fab.model() == [("region=a", "k1", 1), ("region=a", "k2", 2)]
     assert validate_table(table).ok  # uncommitted files are not "committed on storage"
-    fab.writer.recover(fab.timeline())
+    rollback_failed_writes(LOCAL, fab.base, None, InstantTimeGenerator())  # the data rollback takes the metadata's
     assert not any(failed in f for f in mdt_files(fab.base))
     assert fab.writer.timeline().get(failed) is None
 
@@ -282,7 +284,7 @@ def test_crash_in_compaction_leaves_readers_unaffected(
     assert any(f.endswith(".hfile") and ct in f for f in mdt_files(fab.base))  # base files written
     assert_consistent(fab, "with a pending metadata compaction")
     # the next write recovers: the pending compaction and its base files are gone, then it compacts again
-    fab.writer.recover(fab.timeline())
+    fab.writer.recover_compactions()
     assert not any(ct in f for f in mdt_files(fab.base))
     assert fab.writer.timeline().get(ct) is None
     fab.commit({("region=a", fid(0)): {"k0": 99}})

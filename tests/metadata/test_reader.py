@@ -9,7 +9,8 @@ import pytest
 from hudi import HudiReadOptions, HudiTableBuilder
 
 from pyhudi.io.storage import Storage
-from pyhudi.metadata.reader import RECORD_INDEX, MetadataListing, MetadataTableReader
+from pyhudi.metadata.partitions import RECORD_INDEX
+from pyhudi.metadata.reader import MetadataListing, MetadataTableReader
 from pyhudi.metadata.records import record_index_file_group
 from pyhudi.table.filenames import parse_data_file_name
 from pyhudi.table.fsview import FileSystemView, StorageListing

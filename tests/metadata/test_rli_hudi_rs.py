@@ -38,7 +38,8 @@ from hudi import HudiFileGroupReader, HudiTableBuilder
 
 from pyhudi import Table
 from pyhudi.hfile import HFileReader
-from pyhudi.metadata.reader import RECORD_INDEX, MetadataTableReader, metadata_base_path
+from pyhudi.metadata.partitions import RECORD_INDEX, metadata_base_path
+from pyhudi.metadata.reader import MetadataTableReader
 from pyhudi.metadata.record_index import RecordIndexLookup
 from pyhudi.metadata.writer import MetadataWriter
 from pyhudi.table.timeline import InstantTimeGenerator

@@ -25,7 +25,7 @@ from click.testing import CliRunner
 
 from pyhudi.cli.main import main as cli_main
 from pyhudi.errors import InvalidInputError
-from pyhudi.metadata.reader import RECORD_INDEX
+from pyhudi.metadata.partitions import RECORD_INDEX
 from pyhudi.metadata.validate import validate_table
 from pyhudi.metadata.writer import MetadataWriter
 from pyhudi.services.rollback import read_rollback_metadata

@@ -1,0 +1,51 @@
+"""The metadata table's layout on disk: where it lives, its partitions and their file groups, its
+initialisation instants, and the record-index build in progress on the data timeline (an ``indexing`` instant)."""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass
+
+from pyhudi.table.properties import METAFOLDER
+from pyhudi.table.timeline import INDEXING, ActiveTimeline
+
+METADATA_FOLDER = "metadata"
+FILES = "files"
+RECORD_INDEX = "record_index"
+#: partition initialisation instants: 14 zeros + a 3-digit partition offset (also "solo commits" to readers)
+INIT_PREFIX = "00000000000000"
+RLI_INIT_OFFSET = 2  # record_index initialises at 00000000000000002, as in Hudi 1.1 tables
+RLI_INIT_INSTANT = f"{INIT_PREFIX}{RLI_INIT_OFFSET:03d}"
+DRIVER_TOKEN = "0-0-0"  # write token of metadata files written on the driver
+FILE_GROUP_COUNT_KEY = "recordIndexFileGroupCount"  # extraMetadata of the indexing plan's partition info
+
+_FILE_GROUP_PREFIX = {FILES: "files"}
+
+
+def metadata_base_path(base_path: str) -> str:
+    """``<base>/.hoodie/metadata``."""
+    return posixpath.join(base_path.rstrip("/"), METAFOLDER, METADATA_FOLDER)
+
+
+def file_group_id(partition: str, index: int) -> str:
+    """``files-0000-0``, ``record-index-0003-0``, ...: the id of a metadata partition's file group."""
+    prefix = _FILE_GROUP_PREFIX.get(partition, partition.replace("_", "-"))
+    return f"{prefix}-{index:04d}-0"
+
+
+@dataclass(frozen=True)
+class IndexingPlan:
+    instant: str  # the indexing instant on the data timeline
+    up_to: str | None  # indexUptoInstant: latest completed instant at scheduling
+    file_groups: int
+
+
+def pending_indexing(timeline: ActiveTimeline) -> IndexingPlan | None:
+    """The record-index build in progress on a data timeline (a pending ``indexing`` instant), if any."""
+    for inst in timeline.by_action(INDEXING).pending():
+        plan = timeline.read_plan(INDEXING, inst.requested_time)
+        for info in plan.get("indexPartitionInfos") or []:
+            if info.get("metadataPartitionPath") == RECORD_INDEX:
+                extra = info.get("extraMetadata") or {}
+                return IndexingPlan(inst.requested_time, info.get("indexUptoInstant"), int(extra[FILE_GROUP_COUNT_KEY]))
+    return None

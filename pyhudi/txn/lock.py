@@ -1,0 +1,206 @@
+"""Table locks for optimistic concurrency control, with Hudi's lock provider class names.
+
+- ``org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider``: the lock is a file
+  (``<hoodie.write.lock.filesystem.path or <base>/.hoodie>/lock``) created only if absent; released by deleting it.
+  Storage must create files atomically (the local filesystem and HDFS do; object stores are refused unless their
+  scheme is listed in ``hoodie.fs.atomic_creation.support``). A lock file older than
+  ``hoodie.write.lock.filesystem.expire`` minutes (0: never) is taken over, and so is one whose holder runs on
+  this host and is gone (the lock file names its holder as Hudi's ``LockInfo`` does, in ``lockThreadName``).
+- ``org.apache.hudi.client.transaction.lock.InProcessLockProvider``: a lock per table path in this process (writers
+  in threads of one process).
+
+Acquisition tries ``hoodie.write.lock.num_retries`` + 1 times, each waiting up to ``hoodie.write.lock.wait_time_ms``,
+``hoodie.write.lock.wait_time_ms_between_retry`` apart (as Hudi's lock manager does), then fails with
+:class:`LockTimeoutError` naming the holder.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any, ClassVar
+
+from pyhudi import config as C
+from pyhudi.errors import ConfigError, PyHudiError, StorageError
+from pyhudi.io.storage import Storage
+from pyhudi.table.properties import METAFOLDER
+from pyhudi.txn.heartbeat import Owner
+
+FILE_SYSTEM_LOCK = "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider"
+IN_PROCESS_LOCK = "org.apache.hudi.client.transaction.lock.InProcessLockProvider"
+LOCK_FILE = "lock"
+_OWNER_PREFIX = "pyhudi:"
+_POLL_S = 0.05  # how often a waiting writer tries to create the lock file
+
+
+class LockTimeoutError(PyHudiError):
+    """The table lock could not be taken in time."""
+
+
+class LockProvider(ABC):
+    """A mutual-exclusion lock on one table, shared by its writers."""
+
+    def __init__(self, storage: Storage, base_path: str, options: Mapping[str, Any]) -> None:
+        self.storage = storage
+        self.base_path = base_path
+        self.retries = C.int_option(options, C.LOCK_NUM_RETRIES)
+        self.retry_wait_s = C.int_option(options, C.LOCK_RETRY_WAIT_MS) / 1000
+        self.wait_s = C.int_option(options, C.LOCK_WAIT_TIME_MS) / 1000
+
+    @abstractmethod
+    def try_lock(self, timeout_s: float = 0.0) -> bool:
+        """Take the lock, waiting up to ``timeout_s`` for it; True when taken."""
+
+    @abstractmethod
+    def unlock(self) -> None: ...
+
+    def holder(self) -> str:
+        """Who holds the lock, for messages."""
+        return "another writer"
+
+    def lock(self) -> None:
+        for attempt in range(self.retries + 1):
+            if self.try_lock(self.wait_s):
+                return
+            if attempt < self.retries:
+                time.sleep(self.retry_wait_s)
+        raise LockTimeoutError(
+            f"{self.base_path}: could not take the table lock ({type(self).__name__}) held by {self.holder()} "
+            f"after {self.retries + 1} attempts of {self.wait_s:g} s ({C.LOCK_NUM_RETRIES}, {C.LOCK_WAIT_TIME_MS})"
+        )
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        self.lock()
+        try:
+            yield
+        finally:
+            self.unlock()
+
+
+class InProcessLockProvider(LockProvider):
+    _locks: ClassVar[dict[str, threading.Lock]] = {}
+    _guard: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self, storage: Storage, base_path: str, options: Mapping[str, Any]) -> None:
+        super().__init__(storage, base_path, options)
+        with self._guard:
+            self._lock = self._locks.setdefault(base_path.rstrip("/"), threading.Lock())
+
+    def try_lock(self, timeout_s: float = 0.0) -> bool:
+        return self._lock.acquire(timeout=timeout_s) if timeout_s > 0 else self._lock.acquire(blocking=False)
+
+    def unlock(self) -> None:
+        self._lock.release()
+
+
+class FileSystemBasedLockProvider(LockProvider):
+    def __init__(self, storage: Storage, base_path: str, options: Mapping[str, Any]) -> None:
+        super().__init__(storage, base_path, options)
+        folder = C.LOCK_FILESYSTEM_PATH.get(options) or posixpath.join(base_path, METAFOLDER)
+        self.path = posixpath.join(folder, LOCK_FILE)
+        self.expire_s = C.int_option(options, C.LOCK_FILESYSTEM_EXPIRE) * 60
+        atomic = {s.strip().lower() for s in str(C.FS_ATOMIC_CREATION_SUPPORT.get(options) or "").split(",")}
+        scheme = storage.scheme
+        if not storage.atomic_create and scheme not in atomic:
+            raise ConfigError(
+                f"{C.LOCK_PROVIDER}={FILE_SYSTEM_LOCK} needs storage that creates files atomically; {scheme} does "
+                f"not (list it in {C.FS_ATOMIC_CREATION_SUPPORT} if it does, or use another lock provider)"
+            )
+        self.owner = Owner.current()
+
+    def _info(self) -> bytes:
+        now = datetime.now(UTC)
+        o = self.owner
+        thread = f"{_OWNER_PREFIX}{json.dumps([o.host, o.boot_id, o.pid, o.start])}:{threading.current_thread().name}"
+        return json.dumps({
+            "lockCreateTime": now.strftime("%Y-%m-%d %H:%M:%S.") + f"{now.microsecond // 1000:03d}",
+            "lockThreadName": thread,
+            "lockStacksInfo": [],
+        }, indent=2).encode()
+
+    def _holder_owner(self) -> Owner | None:
+        try:
+            info = json.loads(self.storage.read_bytes(self.path).decode("utf-8") or "{}")
+            thread = str(info.get("lockThreadName") or "")
+            if not thread.startswith(_OWNER_PREFIX):
+                return None
+            host, boot, pid, start = json.loads(thread[len(_OWNER_PREFIX):].rsplit(":", 1)[0])
+            return Owner(str(host), str(boot), int(pid), str(start))
+        except (StorageError, ValueError, TypeError, AttributeError):
+            return None
+
+    def holder(self) -> str:
+        o = self._holder_owner()
+        return o.describe() if o is not None else f"the lock file {self.path}"
+
+    def _is_stale(self) -> bool:
+        owner = self._holder_owner()
+        if owner is not None and owner.is_local() and not owner.is_running():
+            return True
+        if self.expire_s <= 0:
+            return False
+        try:
+            st = self.storage.status(self.path)
+        except StorageError:
+            return False
+        return st.mtime_ns is not None and time.time() - st.mtime_ns / 1e9 > self.expire_s
+
+    def _create(self) -> bool:
+        try:
+            self.storage.write_bytes(self.path, self._info(), overwrite=False)
+            return True
+        except StorageError:
+            return False
+
+    def try_lock(self, timeout_s: float = 0.0) -> bool:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            if self._create():
+                return True
+            if self._is_stale():
+                self.storage.delete(self.path, missing_ok=True)
+                if self._create():
+                    return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(min(_POLL_S, max(0.0, deadline - time.monotonic())))
+
+    def unlock(self) -> None:
+        self.storage.delete(self.path, missing_ok=True)
+
+
+class NoLock(LockProvider):
+    """Single-writer mode: nothing to take."""
+
+    def try_lock(self, timeout_s: float = 0.0) -> bool:
+        return True
+
+    def unlock(self) -> None:
+        pass
+
+
+_PROVIDERS: dict[str, type[LockProvider]] = {
+    FILE_SYSTEM_LOCK: FileSystemBasedLockProvider,
+    IN_PROCESS_LOCK: InProcessLockProvider,
+}
+
+
+def lock_provider(storage: Storage, base_path: str, options: Mapping[str, Any], *, needed: bool) -> LockProvider:
+    """The lock the write's options name (FileSystemBasedLockProvider by default); :class:`NoLock` when the
+    concurrency mode needs none."""
+    if not needed:
+        return NoLock(storage, base_path, options)
+    name = str(C.LOCK_PROVIDER.get(options) or FILE_SYSTEM_LOCK).strip()
+    cls = _PROVIDERS.get(name)
+    if cls is None:
+        raise ConfigError(
+            f"option {C.LOCK_PROVIDER}={name!r} is not supported; use {FILE_SYSTEM_LOCK} or {IN_PROCESS_LOCK}"
+        )
+    return cls(storage, base_path, options)

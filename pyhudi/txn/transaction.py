@@ -1,0 +1,400 @@
+"""One transaction per write: the whole life of its instant, in one place.
+
+1. **Begin** (under the table lock with optimistic concurrency): failed writes are dealt with as the
+   failed-writes policy says (EAGER: rolled back now, and in single-writer mode a *live* writer's instant makes
+   this write fail at once instead; LAZY: the cleaner rolls them back after the commit), then an instant time is
+   reserved: later than every time on the timeline and every heartbeat, and created as this write's heartbeat
+   file only if absent, so that two writers never share one.
+2. **Start**, once the producer has validated its input and planned the write (so bad input leaves no trace): the
+   metadata table is brought in line with the options (created, partitions dropped, the record index built
+   inline when asked for), then ``<t>.<action>.requested`` and the inflight instant are written.
+3. The producer writes the data files (Spark tasks; markers first) and returns its write stats.
+4. **Commit** (under the lock): this write's heartbeat must still be its own; the timeline is reloaded and the
+   write checked against what completed since it began (optimistic concurrency: the file groups both touched,
+   :mod:`pyhudi.txn.conflict`; single writer: any other write); the metadata table's deltacommit is applied (files
+   partition, record index: in commit order, so the index never points at a losing writer's file); the instant
+   completes, with a completion time after every time on the timeline. Then the markers and the heartbeat go.
+5. **Post-commit services**, each under the lock: (LAZY) rollback of failed writes, cleaning, metadata-table
+   compaction.
+
+A write that fails before completing leaves its instant pending with its heartbeat marked aborted (as Hudi
+leaves it inflight), so the next writer rolls it back at once; a write that loses a conflict rolls itself back
+before it raises :class:`~pyhudi.errors.ConcurrentWriteConflict`, leaving the table as if it had never run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import posixpath
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from pyhudi import config as C
+from pyhudi import faults
+from pyhudi.errors import (
+    ConcurrentWriteConflict,
+    ConcurrentWriterError,
+    ConfigError,
+    PyHudiError,
+    StorageError,
+)
+from pyhudi.io.bloom import BloomFilter
+from pyhudi.io.storage import Storage
+from pyhudi.metadata.indexer import build_record_index
+from pyhudi.metadata.partitions import RECORD_INDEX
+from pyhudi.metadata.reader import table_view
+from pyhudi.metadata.record_index import record_index_updates
+from pyhudi.metadata.writer import MetadataWriter, mdt_enabled, mdt_max_delta_commits
+from pyhudi.services.clean import clean as run_clean
+from pyhudi.services.rollback import ROLLBACK_ACTIONS, rollback_failed_writes, rollback_instant
+from pyhudi.spark.progress import Progress
+from pyhudi.table import markers
+from pyhudi.table.properties import METAFOLDER, TableConfig, read_table_config
+from pyhudi.table.schema import avro_to_arrow, check_compatible
+from pyhudi.table.timeline import ActiveTimeline, Instant, InstantTimeGenerator
+from pyhudi.txn.conflict import completed_writes_since, find_conflict, touched_file_groups
+from pyhudi.txn.heartbeat import (
+    Heartbeat,
+    HeartbeatConfig,
+    delete_heartbeat,
+    heartbeat_instants,
+    writer_status,
+)
+from pyhudi.txn.lock import LockProvider, lock_provider
+from pyhudi.write.context import WriteJob
+from pyhudi.write.producer import PRODUCERS, WriteProducer, WriteResult
+from pyhudi.write.status import WriteStat
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+SINGLE_WRITER = "SINGLE_WRITER"
+OCC = "OPTIMISTIC_CONCURRENCY_CONTROL"
+EAGER = "EAGER"
+LAZY = "LAZY"
+
+
+@dataclass(frozen=True)
+class Concurrency:
+    """How a write shares its table: the concurrency mode, the failed-writes policy, heartbeats."""
+
+    mode: str
+    failed_writes: str
+    heartbeat: HeartbeatConfig
+
+    @staticmethod
+    def from_options(options: Mapping[str, Any]) -> Concurrency:
+        mode = str(C.WRITE_CONCURRENCY_MODE.get(options)).strip().upper()
+        if mode not in (SINGLE_WRITER, OCC):
+            raise ConfigError(f"option {C.WRITE_CONCURRENCY_MODE} has unknown value {mode!r}; expected "
+                              f"{SINGLE_WRITER} or {OCC}")
+        given = C.FAILED_WRITES_CLEANER_POLICY.get(options)
+        policy = str(given).strip().upper() if given else (LAZY if mode == OCC else EAGER)
+        if policy not in (EAGER, LAZY):
+            raise ConfigError(f"option {C.FAILED_WRITES_CLEANER_POLICY} has unknown value {given!r}; expected "
+                              f"{EAGER} or {LAZY}")
+        if mode == OCC and policy != LAZY:
+            raise ConfigError(f"{C.WRITE_CONCURRENCY_MODE}={OCC} needs {C.FAILED_WRITES_CLEANER_POLICY}=LAZY: an "
+                              "eager rollback would remove the other writers' work in progress")
+        return Concurrency(mode, policy, HeartbeatConfig.from_options(options))
+
+    @property
+    def optimistic(self) -> bool:
+        return self.mode == OCC
+
+
+# -- the options of a write against a table ------------------------------------------------------------------------
+def resolve_options(config: TableConfig, options: Mapping[str, Any] | None, timeline: ActiveTimeline) -> dict[str, str]:
+    """The write's options: the table's properties first for table-defining keys (a different record key or
+    partition field is an error), then the caller's, and the default index (:func:`default_index_type`)."""
+    o = {k: str(v) for k, v in (options or {}).items()}
+    fixed = {
+        C.RECORDKEY_FIELD: ",".join(config.record_key_fields),
+        C.PARTITIONPATH_FIELD: ",".join(config.partition_fields),
+        C.HIVE_STYLE_PARTITIONING: str(config.hive_style_partitioning).lower(),
+        C.URL_ENCODE_PARTITIONING: str(config.url_encode_partitioning).lower(),
+    }
+    if config.ordering_fields:
+        fixed[C.ORDERING_FIELDS] = ",".join(config.ordering_fields)
+    if config.key_generator_type:
+        fixed[C.KEYGENERATOR_TYPE] = config.key_generator_type
+    if config.record_merge_mode:
+        fixed[C.RECORD_MERGE_MODE] = config.record_merge_mode
+    for k, v in fixed.items():
+        given = o.get(k)
+        if given is not None and given.strip() and k in (C.RECORDKEY_FIELD, C.PARTITIONPATH_FIELD) and (
+            [x.strip() for x in given.split(",")] != [x.strip() for x in v.split(",") if x.strip()]
+        ):
+            raise ConfigError(f"option {k}={given!r} does not match the table's {v!r}")
+        o[k] = v
+    if not (o.get(C.INDEX_TYPE) or "").strip():
+        o[C.INDEX_TYPE] = default_index_type(config, o, timeline)
+    return o
+
+
+def default_index_type(config: TableConfig, options: Mapping[str, str], timeline: ActiveTimeline) -> str:
+    """The index used when ``hoodie.index.type`` is not given: RECORD_INDEX for a table that has (or is
+    building) a record index, and for a new table with the metadata table on (unless
+    ``hoodie.metadata.record.index.enable=false``); Hudi's default, SIMPLE, for other existing tables."""
+    if RECORD_INDEX in config.metadata_partitions or RECORD_INDEX in config.metadata_partitions_inflight:
+        return "RECORD_INDEX"
+    rli_off = str(options.get(C.RECORD_INDEX_ENABLE, "")).strip().lower() == "false"
+    if not timeline.completed_commits() and mdt_enabled(options) and not rli_off:
+        return "RECORD_INDEX"
+    return str(C.INDEX_TYPE.default)
+
+
+def table_schema(config: TableConfig, timeline: ActiveTimeline, base_path: str) -> pa.Schema:
+    """The data schema (without meta columns): the latest commit's writer schema, else the create schema."""
+    for inst in reversed(list(timeline.completed_commits())):
+        s = (timeline.read_commit_metadata(inst).get("extraMetadata") or {}).get("schema")
+        if s:
+            return avro_to_arrow(s)
+    if config.create_schema:
+        return avro_to_arrow(config.create_schema)
+    raise PyHudiError(f"{base_path}: table has no schema yet")
+
+
+class WriteTransaction:
+    """One write into the table at ``base_path``: see the module docstring for its steps."""
+
+    def __init__(self, storage: Storage, base_path: str, options: Mapping[str, str], *, progress: bool = False) -> None:
+        self.storage = storage
+        self.base_path = base_path.rstrip("/")
+        self.options = dict(options)
+        self.progress = progress
+        self.concurrency = Concurrency.from_options(self.options)
+        self.lock: LockProvider = lock_provider(storage, self.base_path, self.options,
+                                                needed=self.concurrency.optimistic)
+        self.gen = InstantTimeGenerator()
+        self.fault_spec = faults.spec(self.options)
+        self.instant: str | None = None
+        self.heartbeat: Heartbeat | None = None
+        self.begun: ActiveTimeline | None = None  # the timeline this write is based on
+        self.pending: Instant | None = None
+        self.completed: Instant | None = None
+        self.metadata_writer: MetadataWriter | None = None
+
+    # -- table state ------------------------------------------------------------------------------------------
+    def config(self) -> TableConfig:
+        return read_table_config(self.storage, posixpath.join(self.base_path, METAFOLDER))
+
+    def timeline(self) -> ActiveTimeline:
+        return ActiveTimeline.load(self.storage, self.base_path, self.config())
+
+    # -- the write ---------------------------------------------------------------------------------------------
+    def write(self, df: DataFrame, operation: str) -> WriteResult:
+        """Run ``operation`` on ``df`` as this transaction's instant."""
+        t0 = time.perf_counter()
+        given_op = self.options.get(C.OPERATION)
+        if given_op is not None and given_op.strip().lower() not in C.OPERATIONS:
+            raise ConfigError(
+                f"option {C.OPERATION} has unknown value {given_op!r}; expected one of {', '.join(C.OPERATIONS)}"
+            )
+        self.options[C.OPERATION] = operation
+        wc = C.WriteConfig.from_options(self.options)
+        BloomFilter.from_config(self.options)  # footer bloom filter options: a bad value fails before any write
+        mdt_enabled(self.options)  # a bad hoodie.metadata.enable is an error before anything is written
+        mdt_max_delta_commits(self.options)
+        from pyhudi.spark.session import arrow_schema
+
+        incoming = arrow_schema(df)
+        timeline = self.begin()
+        try:
+            cfg = self.config()
+            if timeline.completed_commits():
+                data_schema = table_schema(cfg, timeline, self.base_path)
+            else:
+                data_schema = avro_to_arrow(cfg.create_schema) if cfg.create_schema else incoming
+            if wc.operation != "delete":
+                check_compatible(data_schema, incoming, f"write to {self.base_path}")
+            job = WriteJob(
+                spark=df.sparkSession,
+                storage=self.storage,
+                base_path=self.base_path,
+                table_name=cfg.table_name,
+                config=wc,
+                instant=self.instant or "",
+                timeline=timeline,
+                view=table_view(self.storage, self.base_path, cfg, timeline),
+                data_schema=data_schema,
+            )
+            producer = PRODUCERS[wc.operation](job)
+            producer.validate_columns(df.columns)
+            job.progress = Progress(df.sparkSession, enabled=self.progress)
+            with job.progress:
+                try:
+                    result = producer.run(df, before_write=lambda: self.start(producer))
+                    with job.timed("commit"):
+                        self.commit(producer, result.stats)
+                finally:
+                    producer.unpersist()
+                self.post_commit(wc, job)
+        except BaseException as e:
+            self.abort(e)
+            raise
+        job.timings["total"] = time.perf_counter() - t0
+        result.timings = job.timings
+        return result
+
+    # -- 1. begin ----------------------------------------------------------------------------------------------
+    def begin(self) -> ActiveTimeline:
+        """Deal with failed writes and reserve this write's instant time; returns the timeline the write is
+        based on."""
+        with self.lock.held():
+            tl = self.timeline()
+            if self.concurrency.failed_writes == EAGER:
+                self._roll_back_failed_writes(tl, refuse_live=not self.concurrency.optimistic)
+                tl = tl.reload()
+            self._reserve(tl)
+        assert self.heartbeat is not None
+        self.heartbeat.start()
+        self.begun = tl
+        return tl
+
+    def _roll_back_failed_writes(self, tl: ActiveTimeline, *, refuse_live: bool) -> None:
+        """Roll back the pending writes whose heartbeat says they failed; with ``refuse_live``, a live one makes
+        this write fail instead (single-writer mode)."""
+        statuses = {
+            i.requested_time: writer_status(self.storage, self.base_path, i.requested_time, self.concurrency.heartbeat)
+            for i in tl.pending() if i.action in ROLLBACK_ACTIONS
+        }
+        live = {t: s for t, s in statuses.items() if not s.is_dead}
+        if live and refuse_live:
+            t, s = sorted(live.items())[0]
+            raise ConcurrentWriterError(
+                f"another writer holds instant {t} on {self.base_path} ({s.reason}); set "
+                f"{C.WRITE_CONCURRENCY_MODE}={OCC} to write concurrently"
+            )
+        done = rollback_failed_writes(self.storage, self.base_path, tl, self.gen,
+                                      is_failed=lambda i: statuses[i.requested_time].is_dead)
+        for r in done:
+            delete_heartbeat(self.storage, self.base_path, r.rolled_back)
+        # heartbeats left by writers that died after completing (or whose rollback finished) go too
+        now = tl.reload()
+        for t in heartbeat_instants(self.storage, self.base_path):
+            inst = now.get(t)
+            if (inst is None or inst.is_completed) and writer_status(
+                self.storage, self.base_path, t, self.concurrency.heartbeat
+            ).is_dead:
+                delete_heartbeat(self.storage, self.base_path, t)
+
+    def _reserve(self, tl: ActiveTimeline) -> None:
+        floor = max(filter(None, [tl.latest_time(), *heartbeat_instants(self.storage, self.base_path)]), default=None)
+        for _ in range(100):
+            t = self.gen.next(floor=floor)
+            try:
+                self.heartbeat = Heartbeat.reserve(self.storage, self.base_path, t, self.concurrency.heartbeat)
+            except StorageError:  # another writer took this time
+                floor = t
+                continue
+            self.instant = t
+            return
+        raise PyHudiError(f"{self.base_path}: could not reserve an instant time")
+
+    # -- 2. start ----------------------------------------------------------------------------------------------
+    def start(self, producer: WriteProducer) -> None:
+        """The input is validated and the write planned: prepare the metadata table, then put the instant on the
+        timeline (requested, inflight). Data files come after this."""
+        assert self.instant is not None and self.begun is not None
+        tl = self.begun
+        with self.lock.held():
+            writer = MetadataWriter(self.storage, self.base_path, self.config())
+            if writer.reconcile(self.options, tl) is not None:
+                self.metadata_writer = writer
+                if writer.needs_record_index(self.options):
+                    build_record_index(writer, tl, self.options, spark=producer.job.spark)
+        requested = tl.create_requested(producer.action, self.instant, producer.requested_metadata())
+        self.pending = requested
+        self.pending = tl.transition_to_inflight(requested, producer.inflight_metadata())
+
+    # -- 4. commit ---------------------------------------------------------------------------------------------
+    def commit(self, producer: WriteProducer, stats: list[WriteStat]) -> Instant:
+        """Check, apply the metadata deltacommit and complete the instant (see the module docstring)."""
+        assert self.instant is not None and self.begun is not None and self.heartbeat is not None
+        metadata = producer.commit_metadata(stats)
+        job = producer.job
+        with self.lock.held():
+            self.heartbeat.check()
+            now = self.begun.reload()
+            if self.pending is None or not any(
+                i.requested_time == self.instant and not i.is_completed for i in now.all_instant_files
+            ):
+                raise PyHudiError(f"{self.base_path}: instant {self.instant} left the timeline (rolled back by "
+                                  "another writer?); the write is abandoned")
+            self._check_concurrent(now, metadata)
+            if self.metadata_writer is not None:
+                self.metadata_writer.data_config = self.config()
+                rli = None
+                if getattr(producer, "status_df", None) is not None:
+                    rli = record_index_updates(self.storage, self.base_path, producer.status_df, job.spark,
+                                               self.instant, job.parallelism)
+                self.metadata_writer.apply_commit(self.instant, metadata, extra=rli)
+            faults.at("before_data_commit", self.fault_spec)
+            self.completed = now.complete(self.pending, metadata, self.gen.next(floor=now.latest_time()))
+        markers.delete_markers(self.storage, self.base_path, self.instant)
+        self.heartbeat.stop()
+        faults.at("after_data_commit", self.fault_spec)
+        return self.completed
+
+    def _check_concurrent(self, now: ActiveTimeline, metadata: Mapping[str, Any]) -> None:
+        assert self.instant is not None and self.begun is not None
+        if self.concurrency.optimistic:
+            found = find_conflict(self.begun, now, self.instant, touched_file_groups(metadata))
+            if found is not None:
+                other, groups = found
+                raise ConcurrentWriteConflict(self.base_path, self.instant, other, sorted(groups))
+            return
+        others = completed_writes_since(self.begun, now, self.instant)
+        if others:
+            raise ConcurrentWriterError(
+                f"another writer committed {others[0].requested_time} ({others[0].action}) on {self.base_path} while "
+                f"write {self.instant} ran; {self.instant} was rolled back: set {C.WRITE_CONCURRENCY_MODE}={OCC} to "
+                "write concurrently"
+            )
+
+    # -- failure -----------------------------------------------------------------------------------------------
+    def abort(self, error: BaseException) -> None:
+        """The write failed: see the module docstring for what stays behind."""
+        hb = self.heartbeat
+        if hb is None or self.completed is not None:
+            return
+        if self.pending is None:  # nothing reached the timeline: the reservation goes
+            with contextlib.suppress(Exception):
+                hb.stop()
+            return
+        if isinstance(error, (ConcurrentWriteConflict, ConcurrentWriterError)) and self.instant is not None:
+            try:
+                with self.lock.held():
+                    rollback_instant(self.storage, self.base_path, self.instant, self.gen, missing_ok=True)
+                hb.stop()
+                return
+            except Exception:  # left for the next writer, as any failed write
+                pass
+        hb.abort()
+
+    # -- 5. post-commit services -------------------------------------------------------------------------------
+    def post_commit(self, wc: C.WriteConfig, job: WriteJob) -> None:
+        writer = self.metadata_writer
+        if self.concurrency.failed_writes == LAZY:
+            with job.timed("rollback"), self.lock.held():
+                self._roll_back_failed_writes(self.timeline(), refuse_live=False)
+        if wc.auto_clean:
+            with job.timed("clean"), self.lock.held():
+                tl = self.timeline()
+                run_clean(
+                    self.storage,
+                    self.base_path,
+                    tl,
+                    wc.cleaner_commits_retained,
+                    self.gen,
+                    on_delete=writer.apply_clean if writer is not None else None,
+                )
+        if writer is not None:
+            with job.timed("metadata_compaction"), self.lock.held():
+                tl = self.timeline()
+                writer.maybe_compact(tl, mdt_max_delta_commits(self.options), self.gen.next(floor=tl.latest_time()))
