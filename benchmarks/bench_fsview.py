@@ -33,7 +33,7 @@ def build(base: str, partitions: int, files: int, commits: int) -> None:
     create_table_config(storage, posixpath.join(base, METAFOLDER), cfg)
     tl = ActiveTimeline.load(storage, base, cfg)
     storage.makedirs(ActiveTimeline.timeline_dir_for(base, cfg))
-    gen = InstantTimeGenerator(lock_key=base)
+    gen = InstantTimeGenerator()
     mdt = MetadataWriter(storage, base, cfg)
     mdt.create(tl)
     from pyhudi.table.properties import read_table_config

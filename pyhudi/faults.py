@@ -5,13 +5,15 @@ A point is reached with :func:`at`. What happens there comes from
 
 - a *spec* string, from the write option ``pyhudi.test.fault`` or the environment variable ``PYHUDI_TEST_FAULT``
   (so a test can aim at a CLI process or a Spark task): comma-separated entries, each ``<point>`` (raise
-  :class:`InjectedFault`), ``hang_<point>`` (sleep an hour: a process for the test to kill) or ``kill_<point>``
-  (SIGKILL the process itself: a real ``kill -9`` at an exact place);
+  :class:`InjectedFault`), ``hang_<point>`` (sleep an hour: a process for the test to kill), ``kill_<point>``
+  (SIGKILL the process itself: a real ``kill -9`` at an exact place) or ``wait_<point>`` (create the file
+  ``$PYHUDI_TEST_FAULT_RELEASE.waiting``, then wait until ``$PYHUDI_TEST_FAULT_RELEASE`` exists: two processes
+  interleaved exactly);
 - handlers registered in this process with :func:`inject` (a callable run at the point, e.g. one that raises or
   that runs a concurrent write; ``"name.*"`` matches every point under ``name.``).
 
-Points (see the callers): ``after_write`` (a write task, after its data file), ``before_commit`` (the driver,
-after every data file), ``before_data_commit`` (after the metadata-table deltacommit, before the data instant
+Points (see the callers): ``before_start`` (a write's instant time is reserved, nothing is on the timeline yet),
+``after_write`` (a write task, after its data file), ``before_commit`` (the driver, after every data file), ``before_data_commit`` (after the metadata-table deltacommit, before the data instant
 completes), ``after_data_commit``, ``rollback.<step>``, ``clean.<step>``, ``index.<phase>``,
 ``metadata.compaction.before_complete``.
 """
@@ -28,6 +30,7 @@ from typing import Any
 from pyhudi.config import FAULT
 
 ENV = "PYHUDI_TEST_FAULT"
+RELEASE_ENV = "PYHUDI_TEST_FAULT_RELEASE"
 
 Handler = Callable[[str], None]
 _handlers: list[tuple[str, Handler]] = []
@@ -62,6 +65,21 @@ def at(point: str, fault_spec: str | None = None) -> None:
             time.sleep(3600)
         if entry == f"kill_{point}":
             os.kill(os.getpid(), signal.SIGKILL)
+        if entry == f"wait_{point}":
+            _wait_for_release(point)
+
+
+def _wait_for_release(point: str, timeout_s: float = 600) -> None:
+    release = os.environ.get(RELEASE_ENV)
+    if not release:
+        raise InjectedFault(f"wait_{point} needs {RELEASE_ENV} (a file whose creation releases the wait)")
+    with open(f"{release}.waiting", "w") as f:
+        f.write(point)
+    deadline = time.monotonic() + timeout_s
+    while not os.path.exists(release):
+        if time.monotonic() > deadline:
+            raise InjectedFault(f"wait_{point}: {release} did not appear in {timeout_s:.0f} s")
+        time.sleep(0.05)
 
 
 @contextmanager

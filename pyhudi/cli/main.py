@@ -47,7 +47,7 @@ def main() -> None:
 
 
 def _register() -> None:
-    from pyhudi.cli import bench_cmd, hfile_cmd, table_cmd
+    from pyhudi.cli import bench_cmd, hfile_cmd, service_cmd, table_cmd
 
     main.add_command(hfile_cmd.hfile)
     main.add_command(bench_cmd.bench)
@@ -57,6 +57,8 @@ def _register() -> None:
     main.add_command(table_cmd.validate)
     main.add_command(table_cmd.lookup)
     main.add_command(table_cmd.index)
+    main.add_command(service_cmd.rollback)
+    main.add_command(service_cmd.clean)
 
 
 _register()

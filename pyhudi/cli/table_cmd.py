@@ -7,18 +7,9 @@ from typing import Any
 import click
 
 from pyhudi import config as C
+from pyhudi.cli.options import parse_options
 from pyhudi.cli.output import echo_table, emit_json
 from pyhudi.errors import ConfigError, InvalidInputError
-
-
-def _parse_options(pairs: tuple[str, ...]) -> dict[str, str]:
-    out = {}
-    for p in pairs:
-        if "=" not in p:
-            raise ConfigError(f"--option {p!r} must look like KEY=VALUE")
-        k, v = p.split("=", 1)
-        out[k.strip()] = v.strip()
-    return out
 
 
 def _read_input(spark: Any, path: str) -> Any:
@@ -77,7 +68,7 @@ def write(
     from pyhudi.spark.session import get_spark
     from pyhudi.table.table import Table
 
-    opts = _parse_options(options)
+    opts = parse_options(options)
     opts[C.RECORDKEY_FIELD] = record_key
     opts[C.PARTITIONPATH_FIELD] = partition_field
     if ordering_field:
@@ -247,7 +238,7 @@ def index_build(table: str, file_groups: int | None, concurrent: bool, options: 
     t = Table.open(table)
     if "record_index" in t.config.metadata_partitions:
         raise InvalidInputError(f"{table} already has a record index")
-    n = t.build_record_index(file_groups, options=_parse_options(options), concurrent=concurrent)
+    n = t.build_record_index(file_groups, options=parse_options(options), concurrent=concurrent)
     stats = Table.open(table).record_index_stats()
     if as_json:
         emit_json({"file_groups": n, "async": concurrent, **stats})

@@ -43,6 +43,7 @@ from pyhudi.metadata.records import (
     writer_schema_json,
 )
 from pyhudi.table import filenames
+from pyhudi.table.commit_metadata import commit_metadata, log_write_stat, write_stat
 from pyhudi.table.fsview import FileSystemView
 from pyhudi.table.properties import (
     METADATA_PARTITIONS,
@@ -95,50 +96,14 @@ def metadata_table_config(data: TableConfig) -> TableConfig:
 
 
 def _write_stat(partition: str, file_id: str, rel_path: str, size: int, n: int, log: bool, prev: str) -> dict[str, Any]:
-    name = posixpath.basename(rel_path)
-    return {
-        "fileId": file_id,
-        "path": rel_path,
-        "prevCommit": prev,
-        "numWrites": n,
-        "numDeletes": 0,
-        "numUpdateWrites": n if log else 0,
-        "totalWriteBytes": size,
-        "totalWriteErrors": 0,
-        "partitionPath": partition,
-        "totalLogRecords": 0,
-        "totalLogFiles": None,
-        "totalUpdatedRecordsCompacted": 0,
-        "numInserts": 0 if log else n,
-        "totalLogBlocks": 0,
-        "totalCorruptLogBlock": 0,
-        "totalRollbackBlocks": 0,
-        "fileSizeInBytes": size,
-        "logVersion": 1 if log else None,
-        "logOffset": 0 if log else None,
-        "baseFile": "" if log else None,
-        "logFiles": [name] if log else None,
-        "cdcStats": None,
-        "prevBaseFile": None,
-        "minEventTime": None,
-        "maxEventTime": None,
-        "runtimeStats": {"totalScanTime": 0, "totalCreateTime": 0, "totalUpsertTime": 0},
-        "totalLogFilesCompacted": 0,
-        "totalLogReadTimeMs": 0,
-        "totalLogSizeCompacted": 0,
-        "tempPath": None,
-        "numUpdates": 0,
-    }
+    if log:
+        return log_write_stat(file_id=file_id, path=rel_path, partition=partition, instant=prev, num_writes=n, size=size)
+    return write_stat(file_id=file_id, path=rel_path, partition=partition, prev_commit=prev, num_writes=n,
+                      num_inserts=n, size=size, runtime={"totalScanTime": 0, "totalCreateTime": 0, "totalUpsertTime": 0})
 
 
 def _commit_metadata(stats: Mapping[str, list[dict[str, Any]]], operation: str) -> dict[str, Any]:
-    return {
-        "partitionToWriteStats": dict(stats),
-        "compacted": operation == "COMPACT",
-        "extraMetadata": {"schema": writer_schema_json()},
-        "version": None,
-        "operationType": operation,
-    }
+    return commit_metadata(stats, operation, schema=writer_schema_json(), compacted=operation == "COMPACT")
 
 
 class MetadataWriter:
@@ -333,7 +298,7 @@ class MetadataWriter:
     def _completion_time(self, tl: ActiveTimeline, instant: str) -> str:
         """A completion time after ``instant`` and every real (non-initialisation) time on the timeline."""
         times = [t for t in (instant, tl.latest_time()) if t and not t.startswith(INIT_PREFIX)]
-        return InstantTimeGenerator(lock_key=self.mdt_path).next(floor=max(times) if times else None)
+        return InstantTimeGenerator().next(floor=max(times) if times else None)
 
     # -- rollback -------------------------------------------------------------------------------------
     def rollback(self, instant: str, *, completed: bool = False) -> None:

@@ -271,7 +271,7 @@ def clean(
         fixed = new_instant_time
         source = InstantTimeGenerator()
     elif new_instant_time is None:
-        source = InstantTimeGenerator(base_path)
+        source = InstantTimeGenerator()
     else:
         source = new_instant_time
     finished = complete_pending_cleans(storage, base_path, source, timeline, on_delete=on_delete)

@@ -17,6 +17,7 @@ from pyhudi.metadata.partitions import RECORD_INDEX
 from pyhudi.metadata.reader import has_metadata_table, table_view
 from pyhudi.metadata.record_index import record_index_lookup
 from pyhudi.metadata.writer import MetadataWriter
+from pyhudi.services.rollback import RollbackResult
 from pyhudi.spark.errors import task_errors
 from pyhudi.table import base_file
 from pyhudi.table.fsview import FileSystemView
@@ -27,8 +28,14 @@ from pyhudi.table.properties import (
     read_table_config,
 )
 from pyhudi.table.schema import COMMIT_TIME_COL, avro_schema_json, with_meta
-from pyhudi.table.timeline import ActiveTimeline
-from pyhudi.txn.transaction import WriteTransaction, resolve_options, table_schema
+from pyhudi.table.timeline import ActiveTimeline, Instant
+from pyhudi.txn.transaction import (
+    WriteTransaction,
+    clean_table,
+    resolve_options,
+    rollback_write,
+    table_schema,
+)
 from pyhudi.write.producer import WriteResult
 
 if TYPE_CHECKING:
@@ -203,6 +210,22 @@ class Table:
         opts = resolve_options(self.config, options, self.timeline())
         try:
             return WriteTransaction(self.storage, self.base_path, opts, progress=progress).write(df, operation)
+        finally:
+            self.refresh()
+
+    # -- table services -----------------------------------------------------------------------------
+    def clean(self, options: Mapping[str, str] | None = None) -> Instant | None:
+        """Roll back failed writes, then remove file versions no longer needed (KEEP_LATEST_COMMITS with
+        ``hoodie.cleaner.commits.retained``). Returns the clean instant, None when nothing needed deleting."""
+        try:
+            return clean_table(self.storage, self.base_path, options)
+        finally:
+            self.refresh()
+
+    def rollback(self, instant: str, options: Mapping[str, str] | None = None) -> RollbackResult:
+        """Roll back the pending write ``instant``; a write that is still live is refused."""
+        try:
+            return rollback_write(self.storage, self.base_path, instant, options)
         finally:
             self.refresh()
 

@@ -14,12 +14,8 @@ Hudi keeps the requested and inflight files after completion (archival removes t
 from __future__ import annotations
 
 import enum
-import fcntl
-import hashlib
-import os
 import posixpath
 import re
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -168,29 +164,20 @@ def parse_instant_time(t: str) -> int:
 
 
 class InstantTimeGenerator:
-    """Strictly increasing ``yyyyMMddHHmmssSSS`` UTC times, unique across threads and local processes.
+    """Strictly increasing ``yyyyMMddHHmmssSSS`` UTC times, unique across the threads of a process.
 
-    Like Hudi, it never hands out a time ahead of the clock: it waits until the clock passes the last time
-    issued (by this process, by any process sharing ``lock_key`` on this host through a lock file, and any
-    ``floor`` the caller passes, e.g. the latest time on the timeline). A floor more than ``max_wait_ms``
-    ahead of the clock raises instead of sleeping.
+    Like Hudi, it never hands out a time ahead of the clock: it waits until the clock passes the last time it
+    issued and any ``floor`` the caller passes (e.g. the latest time on the timeline). A floor more than
+    ``max_wait_ms`` ahead of the clock raises instead of sleeping. Uniqueness across processes and machines is
+    the transaction's (:mod:`pyhudi.txn.transaction`: a write's time is reserved by creating its heartbeat file
+    only if absent).
     """
 
-    def __init__(
-        self,
-        lock_key: str | None = None,
-        *,
-        clock: Callable[[], float] = time.time,
-        max_wait_ms: int = 10_000,
-    ) -> None:
+    def __init__(self, *, clock: Callable[[], float] = time.time, max_wait_ms: int = 10_000) -> None:
         self._clock = clock
         self._last_ms = 0
         self._lock = threading.Lock()
         self._max_wait_ms = max_wait_ms
-        self._lock_file: str | None = None
-        if lock_key is not None:
-            digest = hashlib.sha1(lock_key.encode()).hexdigest()[:16]
-            self._lock_file = os.path.join(tempfile.gettempdir(), f"pyhudi-instant-{digest}.lock")
 
     def _now_ms(self) -> int:
         return int(self._clock() * 1000)
@@ -210,23 +197,9 @@ class InstantTimeGenerator:
         """A new instant time, greater than every time issued before and than ``floor``."""
         floor_ms = parse_instant_time(floor) if floor else 0
         with self._lock:
-            if self._lock_file is None:
-                now = self._wait_past(max(self._last_ms, floor_ms))
-                self._last_ms = now
-                return format_instant_time(now)
-            fd = os.open(self._lock_file, os.O_RDWR | os.O_CREAT, 0o666)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX)
-                raw = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
-                shared = int(raw) if raw.isdigit() else 0
-                now = self._wait_past(max(self._last_ms, floor_ms, shared))
-                data = str(now).encode().ljust(32)
-                os.pwrite(fd, data, 0)
-                self._last_ms = now
-                return format_instant_time(now)
-            finally:
-                fcntl.flock(fd, fcntl.LOCK_UN)
-                os.close(fd)
+            now = self._wait_past(max(self._last_ms, floor_ms))
+            self._last_ms = now
+            return format_instant_time(now)
 
 
 # -- timelines ------------------------------------------------------------------------------------------------

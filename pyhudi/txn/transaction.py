@@ -50,7 +50,12 @@ from pyhudi.metadata.reader import table_view
 from pyhudi.metadata.record_index import record_index_updates
 from pyhudi.metadata.writer import MetadataWriter, mdt_enabled, mdt_max_delta_commits
 from pyhudi.services.clean import clean as run_clean
-from pyhudi.services.rollback import ROLLBACK_ACTIONS, rollback_failed_writes, rollback_instant
+from pyhudi.services.rollback import (
+    ROLLBACK_ACTIONS,
+    RollbackResult,
+    rollback_failed_writes,
+    rollback_instant,
+)
 from pyhudi.spark.progress import Progress
 from pyhudi.table import markers
 from pyhudi.table.properties import METAFOLDER, TableConfig, read_table_config
@@ -301,6 +306,7 @@ class WriteTransaction:
         """The input is validated and the write planned: prepare the metadata table, then put the instant on the
         timeline (requested, inflight). Data files come after this."""
         assert self.instant is not None and self.begun is not None
+        faults.at("before_start", self.fault_spec)
         tl = self.begun
         with self.lock.held():
             writer = MetadataWriter(self.storage, self.base_path, self.config())
@@ -318,7 +324,10 @@ class WriteTransaction:
         assert self.instant is not None and self.begun is not None and self.heartbeat is not None
         metadata = producer.commit_metadata(stats)
         job = producer.job
+        t0 = time.perf_counter()
         with self.lock.held():
+            t1 = time.perf_counter()
+            job.timings["lock_wait"] = job.timings.get("lock_wait", 0.0) + t1 - t0
             self.heartbeat.check()
             now = self.begun.reload()
             if self.pending is None or not any(
@@ -327,6 +336,7 @@ class WriteTransaction:
                 raise PyHudiError(f"{self.base_path}: instant {self.instant} left the timeline (rolled back by "
                                   "another writer?); the write is abandoned")
             self._check_concurrent(now, metadata)
+            job.timings["commit_checks"] = time.perf_counter() - t1
             if self.metadata_writer is not None:
                 self.metadata_writer.data_config = self.config()
                 rli = None
@@ -385,16 +395,54 @@ class WriteTransaction:
                 self._roll_back_failed_writes(self.timeline(), refuse_live=False)
         if wc.auto_clean:
             with job.timed("clean"), self.lock.held():
-                tl = self.timeline()
-                run_clean(
-                    self.storage,
-                    self.base_path,
-                    tl,
-                    wc.cleaner_commits_retained,
-                    self.gen,
-                    on_delete=writer.apply_clean if writer is not None else None,
-                )
+                self.clean(wc.cleaner_commits_retained)
         if writer is not None:
             with job.timed("metadata_compaction"), self.lock.held():
                 tl = self.timeline()
                 writer.maybe_compact(tl, mdt_max_delta_commits(self.options), self.gen.next(floor=tl.latest_time()))
+
+    def clean(self, retained: int) -> Instant | None:
+        """Clean with KEEP_LATEST_COMMITS (the metadata table records the deletions first); the caller holds the
+        lock."""
+        writer = MetadataWriter(self.storage, self.base_path, self.config())
+        return run_clean(self.storage, self.base_path, self.timeline(), retained, self.gen,
+                         on_delete=writer.apply_clean if writer.exists else None)
+
+
+# -- table services as operations of their own ---------------------------------------------------------------------
+def clean_table(storage: Storage, base_path: str, options: Mapping[str, str] | None = None) -> Instant | None:
+    """``pyhudi clean``: roll back failed writes whose heartbeat expired (or whose process is gone), then clean
+    (KEEP_LATEST_COMMITS, ``hoodie.cleaner.commits.retained``), under the table lock when the concurrency mode
+    needs one. Returns the completed clean instant, None when nothing needed deleting."""
+    opts = {k: str(v) for k, v in (options or {}).items()}
+    tx = WriteTransaction(storage, base_path, opts)
+    with tx.lock.held():
+        tx._roll_back_failed_writes(tx.timeline(), refuse_live=False)
+        return tx.clean(C.int_option(opts, C.CLEANER_COMMITS_RETAINED, 1))
+
+
+def rollback_write(
+    storage: Storage, base_path: str, instant: str, options: Mapping[str, str] | None = None
+) -> RollbackResult:
+    """``pyhudi rollback``: roll back the pending write ``instant`` (its files, its metadata-table deltacommit, its
+    timeline files), under the table lock when the concurrency mode needs one. A write that is still live (its
+    heartbeat fresh, its process running) is refused."""
+    opts = {k: str(v) for k, v in (options or {}).items()}
+    tx = WriteTransaction(storage, base_path, opts)
+    with tx.lock.held():
+        tl = tx.timeline()
+        inst = tl.get(instant)
+        if inst is None:
+            raise PyHudiError(f"{base_path}: no instant {instant} on the timeline")
+        if inst.is_completed:
+            raise PyHudiError(f"{base_path}: instant {instant} ({inst.action}) is completed; only pending writes "
+                              "can be rolled back")
+        if inst.action not in ROLLBACK_ACTIONS:
+            raise PyHudiError(f"{base_path}: instant {instant} is a pending {inst.action}, not a write")
+        status = writer_status(storage, base_path, instant, tx.concurrency.heartbeat)
+        if not status.is_dead:
+            raise ConcurrentWriterError(f"{base_path}: the write {instant} is live ({status.reason}); it can be "
+                                        "rolled back once it failed")
+        result = rollback_instant(storage, base_path, instant, tx.gen, tl)
+        delete_heartbeat(storage, base_path, instant)
+        return result

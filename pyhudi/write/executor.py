@@ -24,13 +24,14 @@ from pyhudi import faults
 from pyhudi.io.storage import Storage
 from pyhudi.spark.task import task_ids
 from pyhudi.table import base_file, filenames, markers
+from pyhudi.table.commit_metadata import NULL_COMMIT
 from pyhudi.table.schema import (
     COMMIT_SEQNO_COL,
     COMMIT_TIME_COL,
     RECORD_KEY_COL,
     with_meta,
 )
-from pyhudi.write.status import NULL_COMMIT, WRITE_STATUS_SCHEMA, status_row
+from pyhudi.write.status import WRITE_STATUS_SCHEMA, status_row
 
 OP_COL = "_hoodie_op"  # per incoming record: "U" upsert/insert, "D" delete
 BUCKET_COL = "_hoodie_bucket"

@@ -25,6 +25,7 @@ from pyhudi.io.storage import Storage
 from pyhudi.spark import cached
 from pyhudi.spark.errors import task_errors
 from pyhudi.spark.partitioning import ROUTE_COL
+from pyhudi.table.commit_metadata import commit_metadata, write_stat
 from pyhudi.table.filenames import make_file_id, new_file_id_prefix
 from pyhudi.table.keygen import KeyGenerator
 from pyhudi.table.schema import (
@@ -387,21 +388,15 @@ class WriteProducer:
 
     def inflight_metadata(self) -> dict[str, Any]:
         """Content of the inflight instant, written once the write is planned."""
-        return {"partitionToWriteStats": {}, "compacted": False, "extraMetadata": {}, "version": None,
-                "operationType": self.operation_type}
+        return commit_metadata({}, self.operation_type)
 
     # -- commit -------------------------------------------------------------------------------------
     def commit_metadata(self, stats: list[WriteStat]) -> dict[str, Any]:
         by_part: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for s in sorted(stats, key=lambda s: (s.partition, s.file_id)):
             by_part[s.partition].append(s.to_hudi())
-        return {
-            "partitionToWriteStats": dict(by_part),
-            "compacted": False,
-            "extraMetadata": {"schema": avro_schema_json(self.job.data_schema, self.job.table_name)},
-            "version": None,
-            "operationType": self.operation_type,
-        }
+        return commit_metadata(by_part, self.operation_type,
+                               schema=avro_schema_json(self.job.data_schema, self.job.table_name))
 
     def commit_result(self, stats: list[WriteStat]) -> WriteResult:
         job = self.job
@@ -673,15 +668,8 @@ class InsertOverwriteTableProducer(InsertOverwriteProducer):
 
 
 def _profile_stat(inserts: int) -> dict[str, Any]:
-    return {
-        "fileId": "", "path": None, "prevCommit": "null", "numWrites": 0, "numDeletes": 0, "numUpdateWrites": 0,
-        "totalWriteBytes": 0, "totalWriteErrors": 0, "partitionPath": None, "totalLogRecords": 0,
-        "totalLogFiles": None, "totalUpdatedRecordsCompacted": 0, "numInserts": inserts, "totalLogBlocks": 0,
-        "totalCorruptLogBlock": 0, "totalRollbackBlocks": 0, "fileSizeInBytes": 0, "logVersion": None,
-        "logOffset": None, "baseFile": None, "logFiles": None, "cdcStats": None, "prevBaseFile": None,
-        "minEventTime": None, "maxEventTime": None, "runtimeStats": None, "totalLogFilesCompacted": 0,
-        "totalLogReadTimeMs": 0, "totalLogSizeCompacted": 0, "tempPath": None, "numUpdates": 0,
-    }
+    """A workload-profile entry of the inflight instant: inserts not yet assigned to a file group."""
+    return write_stat(file_id="", path=None, partition=None, num_inserts=inserts)
 
 
 PRODUCERS: dict[str, type[WriteProducer]] = {

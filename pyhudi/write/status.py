@@ -11,7 +11,8 @@ from typing import Any
 
 import pyarrow as pa
 
-NULL_COMMIT = "null"  # prevCommit of a newly created file group, as Hudi writes it
+from pyhudi.table.commit_metadata import NULL_COMMIT, write_stat
+
 KEY_LISTS = ("inserted_keys", "updated_keys", "deleted_keys")
 
 WRITE_STATUS_SCHEMA = pa.schema(
@@ -63,43 +64,13 @@ class WriteStat:
     def to_hudi(self) -> dict[str, Any]:
         """This stat as a ``HoodieWriteStat`` record of the commit metadata."""
         created = self.prev_commit == NULL_COMMIT
-        return {
-            "fileId": self.file_id,
-            "path": self.path,
-            "prevCommit": self.prev_commit,
-            "numWrites": self.num_writes,
-            "numDeletes": self.num_deletes,
-            "numUpdateWrites": self.num_updates,
-            "totalWriteBytes": self.file_size,
-            "totalWriteErrors": 0,
-            "partitionPath": self.partition,
-            "totalLogRecords": 0,
-            "totalLogFiles": None,
-            "totalUpdatedRecordsCompacted": 0,
-            "numInserts": self.num_inserts,
-            "totalLogBlocks": 0,
-            "totalCorruptLogBlock": 0,
-            "totalRollbackBlocks": 0,
-            "fileSizeInBytes": self.file_size,
-            "logVersion": None,
-            "logOffset": None,
-            "baseFile": None,
-            "logFiles": None,
-            "cdcStats": None,
-            "prevBaseFile": self.prev_base_file,
-            "minEventTime": None,
-            "maxEventTime": None,
-            "runtimeStats": {
-                "totalScanTime": 0,
-                "totalCreateTime": self.runtime_ms if created else 0,
-                "totalUpsertTime": 0 if created else self.runtime_ms,
-            },
-            "totalLogFilesCompacted": 0,
-            "totalLogReadTimeMs": 0,
-            "totalLogSizeCompacted": 0,
-            "tempPath": None,
-            "numUpdates": 0,
-        }
+        return write_stat(
+            file_id=self.file_id, path=self.path, partition=self.partition, prev_commit=self.prev_commit,
+            num_writes=self.num_writes, num_inserts=self.num_inserts, num_update_writes=self.num_updates,
+            num_deletes=self.num_deletes, size=self.file_size, prev_base_file=self.prev_base_file,
+            runtime={"totalScanTime": 0, "totalCreateTime": self.runtime_ms if created else 0,
+                     "totalUpsertTime": 0 if created else self.runtime_ms},
+        )
 
 
 def status_row(**values: Any) -> pa.Table:

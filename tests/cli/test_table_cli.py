@@ -7,6 +7,8 @@ do not start Spark."""
 from __future__ import annotations
 
 import json
+import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +16,14 @@ import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 import pytest
 
+from pyhudi.faults import ENV as FAULT_ENV
+from pyhudi.faults import RELEASE_ENV
+from pyhudi.table.table import Table
 from tests.write.robust_helpers import (
     CLI_KEYS,
+    PYHUDI,
     apply,
+    cli_env,
     expected,
     hudi_rs_read,
     rows,
@@ -166,12 +173,34 @@ def test_index_build_async_while_a_write_runs(tmp_path: Path) -> None:
                    "--option", "hoodie.metadata.record.index.enable=false", "--json")
     assert made.returncode == 0, made.stderr[-3000:]
     assert "record_index" not in (Path(base) / ".hoodie" / "hoodie.properties").read_text()
-    both = run_cli_concurrently({
-        "index": ["index", "build", base, "--async", "--file-groups", "2", "--json"],
-        "write": ["write", base, "--input", str(tmp_path / "up.parquet"), "--operation", "upsert", *CLI_KEYS, "--json"],
-    })
-    for name, r in both.items():
-        assert r.returncode == 0, (name, r.stderr[-3000:])
+    # the write stops before its commit (its instant inflight) until the index build is under way: they overlap
+    release = tmp_path / "release"
+    env = cli_env(**{FAULT_ENV: "wait_before_commit", RELEASE_ENV: str(release)})
+    with (tmp_path / "write.log").open("w") as wlog, (tmp_path / "index.log").open("w") as ilog:
+        writer = subprocess.Popen([PYHUDI, "write", base, "--input", str(tmp_path / "up.parquet"), "--operation",
+                                   "upsert", *CLI_KEYS, "--json"], stdout=wlog, stderr=subprocess.STDOUT, env=env)
+        try:
+            _wait_for(lambda: Path(f"{release}.waiting").exists(), writer, "the write to reach its commit")
+            indexer = subprocess.Popen([PYHUDI, "index", "build", base, "--async", "--file-groups", "2", "--json"],
+                                       stdout=ilog, stderr=subprocess.STDOUT, env=cli_env())
+            try:
+                _wait_for(lambda: any(p.name.endswith(".indexing.inflight")
+                                      for p in (Path(base) / ".hoodie" / "timeline").iterdir()),
+                          indexer, "the index build to schedule")
+            finally:
+                release.touch()
+                indexer.wait(timeout=900)
+        finally:
+            release.touch()
+            writer.wait(timeout=900)
+    outs = {"write": (tmp_path / "write.log").read_text(), "index": (tmp_path / "index.log").read_text()}
+    assert writer.returncode == 0 and indexer.returncode == 0, outs
+    both = {name: subprocess.CompletedProcess([], 0, out, "") for name, out in outs.items()}
+    tl = Table.open(base).timeline()
+    (idx,) = tl.by_action("indexing").completed()
+    wrote = tl.get(_last_json(outs["write"])["instant"])
+    assert wrote is not None and wrote.completion_time is not None and idx.completion_time is not None
+    assert idx.requested_time < wrote.completion_time and wrote.requested_time < idx.completion_time  # overlapped
     built = _last_json(both["index"].stdout)
     assert built["file_groups"] == 2 and built["async"] is True
     model: dict = {}
@@ -185,3 +214,11 @@ def test_index_build_async_while_a_write_runs(tmp_path: Path) -> None:
     assert [f["found"] for f in found] == [True, True, False]
     v = run_cli("validate", base, "--json")
     assert v.returncode == 0 and _last_json(v.stdout)["ok"], v.stdout[-3000:]
+
+
+def _wait_for(cond, proc: subprocess.Popen, what: str, timeout: float = 300) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert proc.poll() is None, f"the process ended before {what}"
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.2)

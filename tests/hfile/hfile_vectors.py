@@ -72,6 +72,7 @@ VECTOR_LIST = [
 VECTORS_BY_NAME = {v.name: v for v in VECTOR_LIST}
 EMPTY_VECTOR = VECTORS / "hudi_1_0_hbase_2_4_9_no_entry.hfile"
 GZ_20000 = VECTORS / "hudi_1_0_hbase_2_4_9_16KB_GZ_20000.hfile"
+NONE_5000 = VECTORS / "hudi_1_0_hbase_2_4_9_16KB_NONE_5000.hfile"
 FAKE_FIRST_KEY = VECTORS_BY_NAME["hudi_1_0_hbase_2_4_13_16KB_GZ_20000_fake_first_key.hfile"]
 
 

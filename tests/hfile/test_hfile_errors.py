@@ -9,7 +9,7 @@ import struct
 from pathlib import Path
 
 import pytest
-from hfile_vectors import GZ_20000, require_vectors
+from hfile_vectors import GZ_20000, NONE_5000, require_vectors
 
 from pyhudi.errors import CorruptFileError, InvalidInputError, PyHudiError
 from pyhudi.hfile import HFileReader, HFileWriter, hfile_bytes
@@ -180,25 +180,64 @@ def test_block_size_mismatch_with_index(tmp_path: Path) -> None:
     _check(ei.value, path, b.offset)
 
 
-@pytest.mark.parametrize("codec", [CODEC_NONE, CODEC_GZ])
-def test_single_byte_flips_never_crash(codec: int) -> None:
-    """Flip every byte of the blocks and of the trailer's message: any failure is a PyHudiError."""
-    keys = [b"key%03d" % i for i in range(20)]
-    data, _ = hfile_bytes(
-        keys, [b"v%03d" % i for i in range(20)], codec=codec, block_size=200, creation_time_ms=0
+def _cells(raw: bytes, name: str, probe: list[bytes]) -> tuple[list, list, list]:
+    r = HFileReader.from_bytes(raw, name)
+    every = r.read_all()
+    found = r.lookup(probe)
+    return (
+        list(zip(every.column("key").to_pylist(), every.column("value").to_pylist(), strict=True)),
+        list(zip(found.column("key").to_pylist(), found.column("value").to_pylist(), strict=True)),
+        list(r.scan(prefix=probe[0][:5])),
     )
-    trailer_start = len(data) - 4096
-    positions = list(range(trailer_start + 80)) + list(range(len(data) - 4, len(data)))
+
+
+def _flip_every_byte(data: bytes, positions: list[int], probe: list[bytes], *, silent_ok: bool) -> int:
+    """Flip each byte at ``positions`` (two ways): any failure must be a PyHudiError; unless ``silent_ok`` (a
+    file without integrity checks), a read that succeeds must return exactly the original cells. Returns how
+    many flips were detected."""
+    want = _cells(data, "original", probe)
+    failed = 0
     for pos, flip in ((p, f) for p in positions for f in (0xFF, 0x01)):
         bad = bytearray(data)
         bad[pos] ^= flip
         try:
-            r = HFileReader.from_bytes(bytes(bad), f"flip@{pos}")
-            r.read_all()
-            r.lookup([keys[0], keys[17], keys[-1], b"zz"])
-            list(r.scan(prefix=b"key01"))
+            got = _cells(bytes(bad), f"flip@{pos}", probe)
         except PyHudiError:
-            pass
+            failed += 1
+            continue
+        if not silent_ok:
+            assert got == want, f"byte {pos} flipped by {flip:#x}: the reader returned other data without an error"
+    return failed
+
+
+def test_single_byte_flips_in_a_compressed_file_are_detected() -> None:
+    """pyhudi's (as Hudi's) HFiles carry NULL checksums; with gzip blocks every flip in a block is still caught
+    (the deflate stream's CRC and sizes), and a flip anywhere never yields other data silently."""
+    keys = [b"key%03d" % i for i in range(20)]
+    data, _ = hfile_bytes(keys, [b"v%03d" % i for i in range(20)], codec=CODEC_GZ, block_size=200, creation_time_ms=0)
+    positions = list(range(len(data) - 4096 + 80)) + list(range(len(data) - 4, len(data)))
+    assert _flip_every_byte(data, positions, [keys[0], keys[17], keys[-1], b"zz"], silent_ok=False) > 0
+
+
+def test_single_byte_flips_in_a_checksummed_file_are_detected() -> None:
+    """HBase's HFiles carry CRC32C block checksums, which the reader verifies: a flip in a block never yields
+    other data silently (uncompressed blocks, so only the checksums can catch it)."""
+    require_vectors()
+    data = NONE_5000.read_bytes()
+    r = HFileReader.from_bytes(data, "vector")
+    first = r.block_index[0]
+    positions = list(range(first.offset, first.offset + min(first.size, 3000)))
+    n = _flip_every_byte(data, positions, [b"hudi-key-000000000", b"hudi-key-000000007", b"zz"], silent_ok=False)
+    assert n > 0
+
+
+def test_single_byte_flips_never_crash_without_checksums() -> None:
+    """Uncompressed blocks with NULL checksums (Hudi's own uncompressed HFiles) have no integrity check: a flip in
+    a cell's bytes changes the cell. The reader must still never fail with anything but a PyHudiError."""
+    keys = [b"key%03d" % i for i in range(20)]
+    data, _ = hfile_bytes(keys, [b"v%03d" % i for i in range(20)], codec=CODEC_NONE, block_size=200, creation_time_ms=0)
+    positions = list(range(len(data) - 4096 + 80)) + list(range(len(data) - 4, len(data)))
+    assert _flip_every_byte(data, positions, [keys[0], keys[17], keys[-1], b"zz"], silent_ok=True) > 0
 
 
 # -- truncated, garbage and tiny files -------------------------------------------------------------------------

@@ -373,11 +373,11 @@ def test_delete_from_java_written_table(spark, tmp_path: Path) -> None:  # type:
     res = Table.open(base).write(spark.createDataFrame(batch), "delete", o)
     want = {k: r for k, r in rows_by_id.items() if k not in gone}
     table = check_fixture_after_write(base, res, mdt_before, want, data)
-    if "record_index" in table.config.metadata_partitions:  # kept and maintained: it must know the live keys
-        found = table.lookup(sorted(rows_by_id))
-        assert dict(zip(found.column("key").to_pylist(), found.column("found").to_pylist(), strict=True)) == {
-            k: k not in gone for k in rows_by_id
-        }
+    assert RECORD_INDEX in table.config.metadata_partitions  # kept and maintained: it must know the live keys
+    found = table.lookup(sorted(rows_by_id))
+    assert dict(zip(found.column("key").to_pylist(), found.column("found").to_pylist(), strict=True)) == {
+        k: k not in gone for k in rows_by_id
+    }
 
 
 @needs_fixture
@@ -397,5 +397,5 @@ def test_upsert_into_java_written_table(spark, tmp_path: Path) -> None:  # type:
     res = Table.open(base).write(spark.createDataFrame(batch), "upsert", o)
     want = {**rows_by_id, **{r["txn_id"]: r for r in changed}}
     table = check_fixture_after_write(base, res, mdt_before, want, data)
-    if "record_index" in table.config.metadata_partitions:
-        assert all(table.lookup(sorted(want)).column("found").to_pylist())
+    assert RECORD_INDEX in table.config.metadata_partitions
+    assert all(table.lookup(sorted(want)).column("found").to_pylist())

@@ -33,7 +33,7 @@ class Fab:
 
     def __init__(self, base: Path) -> None:
         self.base = make_table(base)
-        self.gen = InstantTimeGenerator(lock_key=self.base)
+        self.gen = InstantTimeGenerator()
         self.rows: dict[tuple[str, str], int] = {}  # (partition, key) -> v
         self.groups: dict[tuple[str, str], list[str]] = {}  # (partition, file id) -> keys
         self.commits: list[str] = []
@@ -171,7 +171,7 @@ def assert_consistent(fab: Fab, what: str) -> None:
 
 def test_create_bootstraps_files_partition_from_listing(tmp_path: Path) -> None:
     base = make_table(tmp_path / "t")
-    gen = InstantTimeGenerator(lock_key=base)
+    gen = InstantTimeGenerator()
     # two committed files written before the metadata table exists, one uncommitted file
     tl = ActiveTimeline.load(LOCAL, base)
     t1 = gen.next()

@@ -239,7 +239,7 @@ def test_record_index_with_log_blocks_matches_hudi_rs(spark, tmp_path: Path) -> 
     tl = table.timeline()
     writer = MetadataWriter(table.storage, base, table.config)
     floor = max(t for t in (tl.latest_time(), writer.timeline().latest_time()) if t)
-    writer.compact(tl, InstantTimeGenerator(lock_key=base).next(floor=floor))
+    writer.compact(tl, InstantTimeGenerator().next(floor=floor))
     table = Table.open(base)
     assert all(not logs for _b, logs in _slices(table))
     union, _ = _check_base_files(table, all_keys)

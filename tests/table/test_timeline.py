@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import multiprocessing as mp
 import threading
 from pathlib import Path
 from typing import Any
@@ -205,23 +204,3 @@ def test_instant_time_frozen_clock_waits() -> None:
     gen = InstantTimeGenerator(clock=lambda: next(ticks))
     assert gen.next() == format_instant_time(1_000_000)
     assert gen.next() == format_instant_time(1_000_001)
-
-
-def _child(key: str, n: int, q: mp.Queue) -> None:
-    gen = InstantTimeGenerator(lock_key=key)
-    q.put([gen.next() for _ in range(n)])
-
-
-def test_instant_times_unique_across_processes(tmp_path: Path) -> None:
-    ctx = mp.get_context("spawn")
-    q: mp.Queue = ctx.Queue()
-    procs = [ctx.Process(target=_child, args=(str(tmp_path), 40, q)) for _ in range(3)]
-    for p in procs:
-        p.start()
-    results = [q.get(timeout=60) for _ in procs]
-    for p in procs:
-        p.join(timeout=60)
-    flat = [t for r in results for t in r]
-    assert len(set(flat)) == len(flat) == 120
-    for r in results:
-        assert r == sorted(r)

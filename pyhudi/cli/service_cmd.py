@@ -1,0 +1,49 @@
+"""``pyhudi rollback`` and ``pyhudi clean``: the table services as commands of their own."""
+
+from __future__ import annotations
+
+import click
+
+from pyhudi.cli.options import parse_options
+from pyhudi.cli.output import emit_json
+
+
+@click.command()
+@click.argument("table")
+@click.argument("instant")
+@click.option("--option", "options", multiple=True, help="Any hoodie.* option as KEY=VALUE (lock, heartbeat).")
+@click.option("--json", "as_json", is_flag=True)
+def rollback(table: str, instant: str, options: tuple[str, ...], as_json: bool) -> None:
+    """Roll back the pending write INSTANT of TABLE (refused while its writer is live)."""
+    from pyhudi.table.table import Table
+
+    r = Table.open(table).rollback(instant, parse_options(options))
+    d = {"rolled_back": r.rolled_back, "action": r.rolled_back_action, "rollback_instant": r.instant.requested_time,
+         "files_deleted": len(r.deleted), "files_failed": len(r.failed)}
+    if as_json:
+        emit_json(d)
+    else:
+        click.echo(f"rolled back {r.rolled_back} ({r.rolled_back_action}) at {d['rollback_instant']}: "
+                   f"{d['files_deleted']} file(s) deleted")
+
+
+@click.command()
+@click.argument("table")
+@click.option("--option", "options", multiple=True,
+              help="Any hoodie.* option as KEY=VALUE (hoodie.cleaner.commits.retained, lock, heartbeat).")
+@click.option("--json", "as_json", is_flag=True)
+def clean(table: str, options: tuple[str, ...], as_json: bool) -> None:
+    """Roll back failed writes, then delete file versions no longer needed (KEEP_LATEST_COMMITS)."""
+    from pyhudi.services.clean import read_clean_metadata
+    from pyhudi.table.table import Table
+
+    t = Table.open(table)
+    inst = t.clean(parse_options(options))
+    deleted = read_clean_metadata(t.timeline(), inst)["totalFilesDeleted"] if inst is not None else 0
+    d = {"clean_instant": inst.requested_time if inst is not None else None, "files_deleted": deleted}
+    if as_json:
+        emit_json(d)
+    elif inst is None:
+        click.echo("nothing to clean")
+    else:
+        click.echo(f"cleaned at {inst.requested_time}: {deleted} file(s) deleted")

@@ -1,0 +1,102 @@
+"""The records of a commit's metadata as Hudi 1.1 writes them: ``HoodieWriteStat`` (one per file written, or a
+workload-profile entry) and ``HoodieCommitMetadata``. Every writer (data files, log files, the metadata table,
+compaction) builds them here."""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+NULL_COMMIT = "null"  # prevCommit of a newly created file group, as Hudi writes it
+
+
+def write_stat(
+    *,
+    file_id: str,
+    path: str | None,
+    partition: str | None,
+    prev_commit: str = NULL_COMMIT,
+    num_writes: int = 0,
+    num_inserts: int = 0,
+    num_update_writes: int = 0,
+    num_deletes: int = 0,
+    size: int = 0,
+    prev_base_file: str | None = None,
+    log_version: int | None = None,
+    log_offset: int | None = None,
+    base_file: str | None = None,
+    log_files: Sequence[str] | None = None,
+    runtime: Mapping[str, int] | None = None,
+) -> dict[str, Any]:
+    """One ``HoodieWriteStat`` record (every field of Hudi 1.1's schema, in its order)."""
+    return {
+        "fileId": file_id,
+        "path": path,
+        "prevCommit": prev_commit,
+        "numWrites": num_writes,
+        "numDeletes": num_deletes,
+        "numUpdateWrites": num_update_writes,
+        "totalWriteBytes": size,
+        "totalWriteErrors": 0,
+        "partitionPath": partition,
+        "totalLogRecords": 0,
+        "totalLogFiles": None,
+        "totalUpdatedRecordsCompacted": 0,
+        "numInserts": num_inserts,
+        "totalLogBlocks": 0,
+        "totalCorruptLogBlock": 0,
+        "totalRollbackBlocks": 0,
+        "fileSizeInBytes": size,
+        "logVersion": log_version,
+        "logOffset": log_offset,
+        "baseFile": base_file,
+        "logFiles": list(log_files) if log_files is not None else None,
+        "cdcStats": None,
+        "prevBaseFile": prev_base_file,
+        "minEventTime": None,
+        "maxEventTime": None,
+        "runtimeStats": dict(runtime) if runtime is not None else None,
+        "totalLogFilesCompacted": 0,
+        "totalLogReadTimeMs": 0,
+        "totalLogSizeCompacted": 0,
+        "tempPath": None,
+        "numUpdates": 0,
+    }
+
+
+def log_write_stat(
+    *, file_id: str, path: str, partition: str, instant: str, num_writes: int, num_inserts: int = 0,
+    num_update_writes: int | None = None, num_deletes: int = 0, size: int, log_version: int = 1, log_offset: int = 0,
+) -> dict[str, Any]:
+    """The stat of a log file written by a deltacommit (table version 8+: ``prevCommit`` is the deltacommit
+    itself, ``baseFile`` empty, ``logFiles`` this file)."""
+    return write_stat(
+        file_id=file_id, path=path, partition=partition, prev_commit=instant, num_writes=num_writes,
+        num_inserts=num_inserts, num_update_writes=num_writes if num_update_writes is None else num_update_writes,
+        num_deletes=num_deletes, size=size, log_version=log_version, log_offset=log_offset, base_file="",
+        log_files=[posixpath.basename(path)], runtime={"totalScanTime": 0, "totalCreateTime": 0, "totalUpsertTime": 0},
+    )
+
+
+def commit_metadata(
+    stats: Mapping[str, Sequence[Mapping[str, Any]]],
+    operation: str | None,
+    *,
+    schema: str | None = None,
+    compacted: bool = False,
+    extra: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """A ``HoodieCommitMetadata`` record: write stats by partition, the operation, the writer schema in
+    ``extraMetadata``."""
+    md: dict[str, str] = {}
+    if schema is not None:
+        md["schema"] = schema
+    md.update(extra or {})
+    return {
+        "partitionToWriteStats": {p: list(s) for p, s in stats.items()},
+        "compacted": compacted,
+        "extraMetadata": md,
+        "version": None,
+        "operationType": operation,
+    }

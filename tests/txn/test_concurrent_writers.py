@@ -1,0 +1,222 @@
+"""Concurrent writers as separate processes (the ``pyhudi`` command), interleaved exactly with wait points:
+
+- single-writer mode (the default): a second writer that finds a live writer's instant fails at once with a clear
+  error, and one that began before the other had an instant fails at commit and rolls itself back; nothing lost;
+- optimistic concurrency: writers on disjoint file groups both commit; on a shared file group the later one fails
+  with ConcurrentWriteConflict naming the file group and the other instant, and its files are rolled back;
+- a writer killed mid-write (on "another host": its process cannot be checked) is rolled back only once its
+  heartbeat expired, and its files never become visible.
+
+Every step is checked with hudi-rs against a model and with ``pyhudi validate``."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from pyhudi.faults import ENV as FAULT_ENV
+from pyhudi.faults import RELEASE_ENV
+from pyhudi.metadata.validate import validate_table
+from pyhudi.table.table import Table
+from pyhudi.txn.heartbeat import heartbeat_path
+from tests.write.robust_helpers import (
+    CLI_KEYS,
+    OPTS,
+    PYHUDI,
+    apply,
+    cli_env,
+    expected,
+    files_with_instant,
+    hudi_rs_read,
+    rows,
+    run_cli,
+    table_rows,
+    to_arrow,
+)
+
+pytest.importorskip("hudi")
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+OCC = ["--option", "hoodie.write.concurrency.mode=OPTIMISTIC_CONCURRENCY_CONTROL"]
+
+
+def _seed(spark, base: str) -> dict:  # type: ignore[no-untyped-def]
+    """k000..k019, partitions a (even) and b (odd): one file group each."""
+    model: dict = {}
+    first = rows(range(20))
+    Table.create(base, to_arrow(first).schema, OPTS).write(spark.createDataFrame(to_arrow(first)), "bulk_insert", OPTS)
+    apply(model, "insert", first)
+    return model
+
+
+def _input(tmp: Path, name: str, batch: list) -> str:
+    path = tmp / f"{name}.parquet"
+    pq.write_table(to_arrow(batch), path)
+    return str(path)
+
+
+def _start(tmp: Path, base: str, name: str, batch: list, *extra: str, fault: str) -> tuple[subprocess.Popen, Path]:
+    """A ``pyhudi write`` upsert that stops at a fault point until released (returns the process, the release file)."""
+    release = tmp / f"{name}.release"
+    log = (tmp / f"{name}.log").open("w")
+    proc = subprocess.Popen(
+        [PYHUDI, "write", base, "--input", _input(tmp, name, batch), "--operation", "upsert", *CLI_KEYS, *extra,
+         "--json"],
+        stdout=log, stderr=subprocess.STDOUT, env=cli_env(**{FAULT_ENV: fault, RELEASE_ENV: str(release)}),
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 300
+    while not Path(f"{release}.waiting").exists():
+        assert proc.poll() is None, (tmp / f"{name}.log").read_text()[-3000:]
+        assert time.monotonic() < deadline, "the writer did not reach its wait point"
+        time.sleep(0.2)
+    return proc, release
+
+
+def _finish(proc: subprocess.Popen, release: Path, tmp: Path, name: str) -> tuple[int, str]:
+    release.touch()
+    proc.wait(timeout=600)
+    return proc.returncode, (tmp / f"{name}.log").read_text()
+
+
+def _check(base: str, model: dict) -> None:
+    assert table_rows(hudi_rs_read(base)) == expected(model)
+    rep = validate_table(Table.open(base))
+    assert rep.ok, rep.to_dict()
+
+
+def _pending(base: str) -> list[str]:
+    return [i.requested_time for i in Table.open(base).timeline().pending() if i.action != "rollback"]
+
+
+def test_single_writer_second_writer_fails_at_once_on_a_live_one(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    base = str(tmp_path / "t")
+    model = _seed(spark, base)
+    a_batch, b_batch = rows(range(0, 20, 4), ts=2, v=0.5), rows(range(1, 20, 4), ts=2, v=0.25)
+    a, release = _start(tmp_path, base, "a", a_batch, fault="wait_before_commit")
+    try:
+        (a_instant,) = _pending(base)
+        r = run_cli("write", base, "--input", _input(tmp_path, "b", b_batch), "--operation", "upsert", *CLI_KEYS)
+        assert r.returncode != 0
+        assert f"another writer holds instant {a_instant}" in r.stderr
+        assert "hoodie.write.concurrency.mode=OPTIMISTIC_CONCURRENCY_CONTROL" in r.stderr
+        assert _pending(base) == [a_instant]  # the live writer's instant was left alone
+        _check(base, model)
+    finally:
+        code, out = _finish(a, release, tmp_path, "a")
+    assert code == 0, out[-3000:]
+    apply(model, "upsert", a_batch)
+    _check(base, model)
+
+
+def test_single_writer_that_began_first_but_committed_second_rolls_itself_back(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    base = str(tmp_path / "t")
+    model = _seed(spark, base)
+    a_batch, b_batch = rows(range(0, 20, 4), ts=2, v=0.5), rows(range(1, 20, 4), ts=2, v=0.25)
+    a, release = _start(tmp_path, base, "a", a_batch, fault="wait_before_start")  # no instant on the timeline yet
+    try:
+        assert _pending(base) == []
+        r = run_cli("write", base, "--input", _input(tmp_path, "b", b_batch), "--operation", "upsert", *CLI_KEYS)
+        assert r.returncode == 0, r.stderr[-3000:]
+        apply(model, "upsert", b_batch)
+    finally:
+        code, out = _finish(a, release, tmp_path, "a")
+    assert code != 0 and "another writer committed" in out, out[-3000:]
+    assert _pending(base) == []
+    _check(base, model)
+
+
+def test_optimistic_writers_on_disjoint_file_groups_both_commit(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    base = str(tmp_path / "t")
+    model = _seed(spark, base)
+    a_batch, b_batch = rows(range(0, 20, 2), ts=2, v=0.5), rows(range(1, 20, 2), ts=2, v=0.25)  # a | b partitions
+    a, release = _start(tmp_path, base, "a", a_batch, *OCC, fault="wait_before_commit")
+    try:
+        r = run_cli("write", base, "--input", _input(tmp_path, "b", b_batch), "--operation", "upsert", *CLI_KEYS, *OCC)
+        assert r.returncode == 0, r.stderr[-3000:]
+        apply(model, "upsert", b_batch)
+    finally:
+        code, out = _finish(a, release, tmp_path, "a")
+    assert code == 0, out[-3000:]
+    apply(model, "upsert", a_batch)
+    _check(base, model)
+
+
+def test_optimistic_writers_on_one_file_group_the_later_fails(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    base = str(tmp_path / "t")
+    model = _seed(spark, base)
+    a_batch, b_batch = rows(range(0, 10, 2), ts=2, v=0.5), rows(range(10, 20, 2), ts=2, v=0.25)  # both partition a
+    a, release = _start(tmp_path, base, "a", a_batch, *OCC, fault="wait_before_commit")
+    try:
+        (a_instant,) = _pending(base)
+        r = run_cli("write", base, "--input", _input(tmp_path, "b", b_batch), "--operation", "upsert", *CLI_KEYS,
+                    *OCC, "--json")
+        assert r.returncode == 0, r.stderr[-3000:]
+        b_instant = json.loads(r.stdout.strip().splitlines()[-1])["instant"]
+        apply(model, "upsert", b_batch)
+    finally:
+        code, out = _finish(a, release, tmp_path, "a")
+    assert code != 0, out[-3000:]
+    assert f"write {a_instant} conflicts with {b_instant}" in out and "a/" in out, out[-3000:]
+    assert files_with_instant(base, a_instant) == []
+    tl = Table.open(base).timeline()
+    assert tl.get(a_instant) is None and any(i.action == "rollback" for i in tl.completed())
+    _check(base, model)
+    # the table is as if the loser never ran: the next write succeeds
+    nxt = rows(range(0, 20, 3), ts=3, v=0.75)
+    assert run_cli("write", base, "--input", _input(tmp_path, "n", nxt), "--operation", "upsert", *CLI_KEYS,
+                   *OCC).returncode == 0
+    apply(model, "upsert", nxt)
+    _check(base, model)
+
+
+@pytest.mark.parametrize("mode", ["single", "occ"])
+def test_killed_writer_elsewhere_is_rolled_back_only_after_its_heartbeat_expired(spark, tmp_path: Path, mode: str) -> None:  # type: ignore[no-untyped-def]
+    from pyhudi.errors import ConcurrentWriterError
+
+    base = str(tmp_path / "t")
+    model = _seed(spark, base)
+    hb = {"hoodie.client.heartbeat.interval_in_ms": "3000", "hoodie.client.heartbeat.tolerable.misses": "2"}
+    cc = {"hoodie.write.concurrency.mode": "OPTIMISTIC_CONCURRENCY_CONTROL"} if mode == "occ" else {}
+    cli = [a for k, v in {**hb, **cc}.items() for a in ("--option", f"{k}={v}")]
+    a, _ = _start(tmp_path, base, "a", rows(range(0, 20, 4), ts=9, v=9.0), *cli, fault="wait_before_commit")
+    (a_instant,) = _pending(base)
+    assert files_with_instant(base, a_instant)
+    os.killpg(a.pid, signal.SIGKILL)
+    a.wait(timeout=60)
+    # as if it had run on another machine: its process cannot be checked, only its heartbeat's age
+    path = Path(heartbeat_path(base, a_instant))
+    info = json.loads(path.read_text())
+    info["host"] = "elsewhere"
+    beat = path.stat().st_mtime
+    path.write_text(json.dumps(info))
+    os.utime(path, (beat, beat))
+    _check(base, model)
+    opts = {**OPTS, **hb, **cc}
+
+    def write(batch: list) -> None:
+        Table.open(base).write(spark.createDataFrame(to_arrow(batch)), "upsert", opts)
+        apply(model, "upsert", batch)
+
+    b_batch = rows(range(1, 20, 4), ts=2, v=0.25)
+    if mode == "single":
+        with pytest.raises(ConcurrentWriterError, match=f"another writer holds instant {a_instant}"):
+            write(b_batch)
+        assert time.time() - beat < 6, "the refusal must have come within the heartbeat's tolerance"
+    else:
+        write(b_batch)  # optimistic writers go on; the cleaner leaves the live-looking write alone
+        if time.time() - beat < 6:
+            assert a_instant in _pending(base)
+    _check(base, model)
+    time.sleep(max(0.0, 6.5 - (time.time() - beat)))  # now it has expired
+    write(rows(range(2, 20, 4), ts=3, v=0.125))
+    assert a_instant not in _pending(base)  # rolled back: EAGER at begin, LAZY by the cleaner after the commit
+    assert files_with_instant(base, a_instant) == []
+    _check(base, model)

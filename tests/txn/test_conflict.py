@@ -1,0 +1,100 @@
+"""Conflict detection: instants that completed since a write began are compared with it by the file groups both
+touched; compactions before the writer are tolerated; plans made meanwhile count."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pyhudi import config as C
+from pyhudi.errors import ConfigError
+from pyhudi.io.storage import Storage
+from pyhudi.table.timeline import ActiveTimeline
+from pyhudi.txn.conflict import completed_writes_since, find_conflict, plan_file_groups, touched_file_groups
+from pyhudi.txn.transaction import Concurrency
+from tests.table._fabricate import LOCAL, Clock, make_table
+
+
+def _md(groups: dict[str, list[str]], replaced: dict[str, list[str]] | None = None, op: str = "UPSERT") -> dict:
+    stats = {p: [{"fileId": f, "path": f"{p}/{f}_0-0-0_1.parquet"} for f in fids] for p, fids in groups.items()}
+    md = {"partitionToWriteStats": stats, "compacted": False, "extraMetadata": {}, "version": None,
+          "operationType": op}
+    if replaced is not None:
+        md["partitionToReplaceFileIds"] = replaced
+    return md
+
+
+def _complete(tl: ActiveTimeline, clock: Clock, action: str, md: dict) -> str:
+    t = clock()
+    req = tl.create_requested(action, t, None if action != "replacecommit" else
+                              {"operationType": None, "clusteringPlan": None, "extraMetadata": None, "version": None})
+    inf = tl.transition_to_inflight(req, {"partitionToWriteStats": {}, "compacted": False, "extraMetadata": {},
+                                          "version": None, "operationType": md["operationType"]})
+    tl.complete(inf, md, clock())
+    return t
+
+
+def test_touched_groups_include_replaced() -> None:
+    md = _md({"a": ["f1"], "b": ["f2"]}, {"a": ["f0"]})
+    assert touched_file_groups(md) == {("a", "f1"), ("b", "f2"), ("a", "f0")}
+    assert touched_file_groups({"partitionToWriteStats": {"a": [{"fileId": ""}]}}) == set()  # a workload profile
+    assert plan_file_groups({"operations": [{"partitionPath": "a", "fileId": "f9"}]}) == {("a", "f9")}
+
+
+def test_overlap_is_found_disjoint_is_not(tmp_path: Path) -> None:
+    base = make_table(tmp_path)
+    clock = Clock()
+    tl = ActiveTimeline.load(LOCAL, base)
+    _complete(tl, clock, "commit", _md({"a": ["f1"]}))
+    start = tl.reload()
+    me = clock()
+    other = _complete(tl, clock, "commit", _md({"a": ["f2"], "b": ["f3"]}))
+    now = tl.reload()
+    assert find_conflict(start, now, me, {("a", "f1"), ("c", "new")}) is None
+    found = find_conflict(start, now, me, {("b", "f3"), ("a", "f9")})
+    assert found is not None and found[0].startswith(other) and found[1] == {("b", "f3")}
+    assert [i.requested_time for i in completed_writes_since(start, now, me)] == [other]
+    assert completed_writes_since(now, now, me) == []
+
+
+def test_earlier_compaction_is_tolerated(tmp_path: Path) -> None:
+    base = make_table(tmp_path)
+    clock = Clock()
+    tl = ActiveTimeline.load(LOCAL, base)
+    start = tl.reload()
+    compaction = clock()
+    me = clock()
+    req = tl.create_requested("compaction", compaction, {"operations": [{"partitionPath": "a", "fileId": "f1"}],
+                                                         "extraMetadata": {}, "version": 2})
+    inf = tl.transition_to_inflight(req, None)
+    tl.complete(inf, _md({"a": ["f1"]}, op="COMPACT"), clock())
+    now = tl.reload()
+    assert find_conflict(start, now, me, {("a", "f1")}) is None
+    assert completed_writes_since(start, now, me) == []  # a table service, not a write
+
+
+def test_pending_compaction_planned_meanwhile_conflicts(tmp_path: Path) -> None:
+    base = make_table(tmp_path)
+    clock = Clock()
+    tl = ActiveTimeline.load(LOCAL, base)
+    start = tl.reload()
+    me = clock()
+    planned = clock()
+    tl.create_requested("compaction", planned, {"operations": [{"partitionPath": "a", "fileId": "f1"}],
+                                                "extraMetadata": {}, "version": 2})
+    found = find_conflict(start, tl.reload(), me, {("a", "f1")})
+    assert found is not None and found[0].startswith(planned)
+
+
+def test_concurrency_options() -> None:
+    assert Concurrency.from_options({}).failed_writes == "EAGER"
+    occ = Concurrency.from_options({C.WRITE_CONCURRENCY_MODE: "optimistic_concurrency_control"})
+    assert occ.optimistic and occ.failed_writes == "LAZY"
+    assert Concurrency.from_options({"hoodie.cleaner.policy.failed.writes": "LAZY"}).failed_writes == "LAZY"
+    with pytest.raises(ConfigError, match="LAZY"):
+        Concurrency.from_options({C.WRITE_CONCURRENCY_MODE: "OPTIMISTIC_CONCURRENCY_CONTROL",
+                                  C.FAILED_WRITES_CLEANER_POLICY: "EAGER"})
+    with pytest.raises(ConfigError, match="NON_BLOCKING"):
+        Concurrency.from_options({C.WRITE_CONCURRENCY_MODE: "NON_BLOCKING_CONCURRENCY_CONTROL"})
+    assert Storage.from_uri("/")[0].atomic_create
