@@ -35,9 +35,11 @@ starts over. Metadata compaction waits while an indexing instant is pending.
 
 from __future__ import annotations
 
+import contextlib
 import posixpath
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -156,8 +158,11 @@ class AsyncRecordIndexBuilder:
         options: Mapping[str, str] | None = None,
         *,
         spark: SparkSession | None = None,
+        lock: Callable[[], AbstractContextManager[Any]] | None = None,
     ) -> None:
         self.options = {k: str(v) for k, v in (options or {}).items()}
+        #: the table lock (optimistic concurrency): held while the build is scheduled and while it completes
+        self.lock = lock or contextlib.nullcontext
         self.spark = spark
         self.storage = storage
         self.base_path = base_path.rstrip("/")
@@ -175,7 +180,8 @@ class AsyncRecordIndexBuilder:
     # -- public -------------------------------------------------------------------------------------------
     def build(self, num_file_groups: int | None = None) -> int:
         """Schedule and run the build; returns the file group count N."""
-        plan = self.schedule(num_file_groups)
+        with self.lock():
+            plan = self.schedule(num_file_groups)
         self.run(plan)
         return plan.file_groups
 
@@ -232,6 +238,11 @@ class AsyncRecordIndexBuilder:
 
         writer.create_record_index(RLI_INIT_INSTANT, write_files, plan.file_groups)
         faults.at("index.complete")
+        with self.lock():
+            self._complete(plan)
+
+    def _complete(self, plan: IndexingPlan) -> None:
+        """The partition becomes available and the indexing instant completes."""
         cfg = self._config()
         update_table_config(self.storage, self.meta, {
             METADATA_PARTITIONS_INFLIGHT: ",".join(p for p in cfg.metadata_partitions_inflight if p != RECORD_INDEX)

@@ -29,7 +29,9 @@ from pyhudi.table.properties import (
 )
 from pyhudi.table.schema import COMMIT_TIME_COL, avro_schema_json, with_meta
 from pyhudi.table.timeline import ActiveTimeline, Instant
+from pyhudi.txn.lock import lock_provider
 from pyhudi.txn.transaction import (
+    Concurrency,
     WriteTransaction,
     clean_table,
     resolve_options,
@@ -161,7 +163,10 @@ class Table:
         opts = {k: str(v) for k, v in (options or {}).items()}
         try:
             if concurrent:
-                return AsyncRecordIndexBuilder(self.storage, self.base_path, opts, spark=spark).build(num_file_groups)
+                lock = lock_provider(self.storage, self.base_path, opts,
+                                     needed=Concurrency.from_options(opts).optimistic)
+                return AsyncRecordIndexBuilder(self.storage, self.base_path, opts, spark=spark,
+                                               lock=lock.held).build(num_file_groups)
             tl = self.timeline()
             writer = MetadataWriter(self.storage, self.base_path, self.config)
             if writer.reconcile({**opts, C.RECORD_INDEX_ENABLE: "false"}, tl) is None:

@@ -136,7 +136,13 @@ def test_writers_during_each_phase_and_a_catch_up(spark, tmp_path: Path, monkeyp
     _check(base, model)
 
 
-def test_concurrent_writer_thread(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("mode", ["single_writer", "optimistic"])
+def test_concurrent_writer_thread(spark, tmp_path: Path, mode: str) -> None:  # type: ignore[no-untyped-def]
+    """A writer keeps committing while the index is built; with optimistic concurrency both take the table lock
+    (schedule and completion of the build, every commit)."""
+    from pyhudi.txn.lock import lock_provider
+
+    occ = {"hoodie.write.concurrency.mode": "OPTIMISTIC_CONCURRENCY_CONTROL"} if mode == "optimistic" else {}
     base = str(tmp_path / "t")
     model = _seed(spark, base)
     stop = threading.Event()
@@ -149,7 +155,7 @@ def test_concurrent_writer_thread(spark, tmp_path: Path) -> None:  # type: ignor
         try:
             while not stop.is_set():
                 step += 1
-                _write(spark, base, model, 1000 + step)
+                _write(spark, base, model, 1000 + step, occ)
                 commits_during[0] += 1
                 started.set()
         except BaseException as e:  # surfaced below
@@ -160,7 +166,8 @@ def test_concurrent_writer_thread(spark, tmp_path: Path) -> None:  # type: ignor
     th.start()
     started.wait(timeout=300)
     try:
-        AsyncRecordIndexBuilder(LOCAL, base, OPTS, spark=spark).build(num_file_groups=2)
+        lock = lock_provider(LOCAL, base, {**OPTS, **occ}, needed=bool(occ))
+        AsyncRecordIndexBuilder(LOCAL, base, {**OPTS, **occ}, spark=spark, lock=lock.held).build(num_file_groups=2)
         before = commits_during[0]
         deadline_steps = before + 1
         while commits_during[0] < deadline_steps and not errors:  # one more write after the build

@@ -13,6 +13,7 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -100,29 +101,67 @@ def _candidates(seed: list[dict[str, Any]], batches: list[dict[str, Any]], log: 
     return out
 
 
-@pytest.mark.parametrize("master", ["local[2]", "local-cluster[2,1,1024]"])
-def test_two_writers_with_kills(spark, tmp_path: Path, master: str) -> None:  # type: ignore[no-untyped-def]
+def _prefix_states(seed: list[dict[str, Any]], batches: list[dict[str, Any]], log: list[list[str]]) -> list[list]:
+    """The partition's rows after each prefix of a writer's batches; a batch interrupted by a kill may or may not
+    be in it."""
+    done = {int(x[1]) for x in log if x[0] == "DONE"}
+    begun = sorted({int(x[1]) for x in log if x[0] == "BEGIN"})
+    states: list[dict] = [{}]
+    apply(states[0], "upsert", seed)
+    out = {json.dumps(expected(states[0])): expected(states[0])}
+    for i in begun:
+        nxt = []
+        for m in states:
+            m2 = dict(m)
+            apply(m2, batches[i]["op"], batches[i]["rows"])
+            nxt += [m2] if i in done else [m, m2]
+        states = list({json.dumps(expected(m)): m for m in nxt}.values())
+        out.update({json.dumps(expected(m)): expected(m) for m in states})
+    return list(out.values())
+
+
+@pytest.mark.parametrize(("master", "n", "max_kills"), [("local[2]", 8, 2), ("local-cluster[2,1,1024]", 4, 1)])
+def test_two_writers_with_kills(spark, tmp_path: Path, master: str, n: int, max_kills: int) -> None:  # type: ignore[no-untyped-def]
     rng = random.Random(f"writers-{master}")
     base = str(tmp_path / "t")
     seed = [_row(i, part, 1) for part in ("a", "b") for i in range(SEEDED)]
     t = Table.create(base, to_arrow(seed).schema, W_OPTS)
     t.write(spark.createDataFrame(to_arrow(seed)), "bulk_insert", W_OPTS)
-    n = 6 if master.startswith("local-cluster") else 8
     plans = {"a": _plan(rng, "a", n), "b": _plan(rng, "b", n)}
+    seen: list[list] = []  # what readers saw while the writers ran
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def reader() -> None:
+        while not stop.is_set():
+            try:
+                seen.append(table_rows(hudi_rs_read(base)))
+                seen.append(table_rows(Table.open(base).to_arrow()))
+            except Exception as e:  # a file cleaned under a long read would be a finding too
+                errors.append(e)
+            stop.wait(1.0)
+
+    th = threading.Thread(target=reader, daemon=True)
+    th.start()
     b = _spawn(base, "b", {"options": W_OPTS, "batches": plans["b"], "master": master}, tmp_path)
     start = 0
     kills = 0
     try:
         while start < n:
             a = _spawn(base, "a", {"options": W_OPTS, "batches": plans["a"][start:], "master": master}, tmp_path)
-            if kills < 2:
-                time.sleep(rng.uniform(15, 35))
-            if a.poll() is None and kills < 2:
+            if kills < max_kills:  # once it has committed a batch, at a random moment of a later one
+                deadline = time.monotonic() + 600
+                while a.poll() is None and time.monotonic() < deadline and not any(
+                    x[0] == "DONE" for x in _log(tmp_path, "a")
+                ):
+                    time.sleep(0.5)
+                time.sleep(rng.uniform(0, 8))
+            if a.poll() is None and kills < max_kills:
                 os.killpg(a.pid, signal.SIGKILL)
                 kills += 1
             a.wait(timeout=900)
             # the log counts batches from `start`: shift them back to the whole plan's numbering
-            log = (tmp_path / "a.log").read_text().splitlines()
+            log = (tmp_path / "a.log").read_text().splitlines() if (tmp_path / "a.log").exists() else []
             (tmp_path / "a.log").write_text("")
             shifted = []
             for line in log:
@@ -134,7 +173,11 @@ def test_two_writers_with_kills(spark, tmp_path: Path, master: str) -> None:  # 
             start = max(begun) + 1 if begun else start
     finally:
         b.wait(timeout=1800)
+        stop.set()
+        th.join(timeout=120)
     assert b.returncode == 0, (tmp_path / "b.out").read_text()[-3000:]
+    assert kills >= 1, "writer a finished before it could be killed"
+    assert not errors, errors[:3]
     log_a = [line.split(" ", 2) for line in (tmp_path / "a.full.log").read_text().splitlines()]
     got = table_rows(hudi_rs_read(base))
     seed_of = {part: [r for r in seed if r["p"] == part] for part in ("a", "b")}
@@ -144,6 +187,14 @@ def test_two_writers_with_kills(spark, tmp_path: Path, master: str) -> None:  # 
                                         _candidates(seed_of["b"], plans["b"], _log(tmp_path, "b")))
     ]
     assert got in options, f"{len(got)} rows, none of the {len(options)} states the reported writes allow"
+    # every read during the run saw, per writer, the state after some prefix of its batches: never a partial commit
+    logs = {"a": log_a, "b": _log(tmp_path, "b")}
+    prefixes = {part: _prefix_states(seed_of[part], plans[part], logs[part]) for part in ("a", "b")}
+    for snapshot in seen:
+        for part in ("a", "b"):
+            mine = [r for r in snapshot if r[1] == part]
+            assert mine in prefixes[part], f"a reader saw a state of partition {part} no prefix of its writes gives"
+    assert len(seen) >= 4
     rep = validate_table(Table.open(base))
     assert rep.ok, rep.to_dict()
     keys = [r[0] for r in got]
