@@ -34,7 +34,7 @@ from tests.write.robust_helpers import (
 )
 
 pytest.importorskip("hudi")
-pytestmark = [pytest.mark.spark, pytest.mark.slow]  # Spark-heavy: run by make test-all
+pytestmark = [pytest.mark.spark, pytest.mark.slow]  # Spark-heavy: make test runs it, make test-quick does not
 
 FIRST = rows(range(8), v=0.5)
 CSV_ROWS = rows(range(100, 106), v=0.25)

@@ -29,7 +29,7 @@ from tests.metadata.conftest import crash_next_metadata_compactions
 from tests.paths import TABLE_ZIPS_DIR
 from tests.support.fixtures import unzip_table
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]  # Spark-heavy: run by make test-all
+pytestmark = [pytest.mark.spark, pytest.mark.slow]  # Spark-heavy: make test runs it, make test-quick does not
 
 hudi = pytest.importorskip("hudi")
 

@@ -29,7 +29,7 @@ from tests.write.robust_helpers import (
 )
 
 pytest.importorskip("hudi")
-pytestmark = [pytest.mark.spark, pytest.mark.slow]  # Spark-heavy: run by make test-all
+pytestmark = [pytest.mark.spark, pytest.mark.slow]  # Spark-heavy: make test runs it, make test-quick does not
 
 GOOD = rows(range(6))
 

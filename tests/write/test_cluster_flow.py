@@ -23,7 +23,7 @@ from tests.write.robust_helpers import (
 )
 
 pytest.importorskip("hudi")
-pytestmark = [pytest.mark.spark, pytest.mark.slow]  # Spark-heavy: run by make test-all
+pytestmark = [pytest.mark.spark, pytest.mark.slow]  # Spark-heavy: make test runs it, make test-quick does not
 
 
 def test_small_flow(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

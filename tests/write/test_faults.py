@@ -35,7 +35,7 @@ from tests.write.robust_helpers import (
 )
 
 pytest.importorskip("hudi")
-pytestmark = [pytest.mark.spark, pytest.mark.slow]  # Spark-heavy: run by make test-all
+pytestmark = [pytest.mark.spark, pytest.mark.slow]  # Spark-heavy: make test runs it, make test-quick does not
 
 
 def _table_with_two_commits(spark, base: str) -> tuple[Table, dict]:  # type: ignore[no-untyped-def]

@@ -41,7 +41,7 @@ from tests.write.model import Model, Spec, table_rows
 
 hudi = pytest.importorskip("hudi")
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]  # Spark-heavy: run by make test-all
+pytestmark = [pytest.mark.spark, pytest.mark.slow]  # Spark-heavy: make test runs it, make test-quick does not
 
 
 # -- configurations -----------------------------------------------------------------------------------------

@@ -37,7 +37,7 @@ from pyhudi.write.producer import FAULT_OPTION
 from tests.write.model import Model, Rejected, Spec
 from tests.write.test_flows import assert_rows, hudi_rs_read, rows_of
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]  # Spark-heavy: run by make test-all
+pytestmark = [pytest.mark.spark, pytest.mark.slow]  # Spark-heavy: make test runs it, make test-quick does not
 
 SCHEMA = pa.schema(
     [("id", pa.string()), ("ts", pa.int64()), ("dt", pa.string()), ("v", pa.float64()), ("s", pa.string())]
