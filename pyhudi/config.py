@@ -202,6 +202,26 @@ CLEANER_COMMITS_RETAINED = Option(
 AUTO_CLEAN = Option(
     "hoodie.clean.automatic", "true", "Clean after every commit.", section=_SVC)
 
+# -- streaming ------------------------------------------------------------------------------------------------------
+_ST = "streaming"
+STREAMING_CHECKPOINT_IDENTIFIER = Option(
+    "hoodie.datasource.write.streaming.checkpoint.identifier", "default_single_writer",
+    "Names this stream's batch ids in the commits' `_hudi_streaming_sink_checkpoint` (several streams writing one "
+    "table need one identifier each).", section=_ST)
+STREAMING_RETRY_COUNT = Option(
+    "hoodie.datasource.write.streaming.retry.count", "3",
+    "`foreach_batch`: times a failed micro-batch write is retried.", section=_ST)
+STREAMING_RETRY_INTERVAL_MS = Option(
+    "hoodie.datasource.write.streaming.retry.interval.ms", "2000",
+    "`foreach_batch`: pause before a retry (ms).", section=_ST)
+STREAMING_IGNORE_FAILED_BATCH = Option(
+    "hoodie.datasource.write.streaming.ignore.failed.batch", "false",
+    "`foreach_batch`: a batch that still fails after its retries is skipped with a warning instead of failing the "
+    "query.", section=_ST)
+COMMITMETA_KEY_PREFIX = Option(
+    "hoodie.datasource.write.commitmeta.key.prefix", "_",
+    "Write options whose key starts with this prefix are copied into the commit's extra metadata.", section=_ST)
+
 # -- concurrency ----------------------------------------------------------------------------------------------------
 _CC = "concurrency"
 WRITE_CONCURRENCY_MODE = Option(

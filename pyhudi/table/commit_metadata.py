@@ -9,6 +9,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 NULL_COMMIT = "null"  # prevCommit of a newly created file group, as Hudi writes it
+#: extraMetadata key of Hudi's streaming sink: JSON ``{"<identifier>": "<batch id>"}``
+STREAMING_CHECKPOINT_KEY = "_hudi_streaming_sink_checkpoint"
 
 
 def write_stat(
@@ -100,3 +102,17 @@ def commit_metadata(
         "version": None,
         "operationType": operation,
     }
+
+
+def streaming_checkpoint(extra_metadata: Mapping[str, Any] | None, identifier: str) -> int | None:
+    """The batch id a commit's extra metadata records for the stream ``identifier`` (None: none)."""
+    import json
+
+    raw = (extra_metadata or {}).get(STREAMING_CHECKPOINT_KEY)
+    if not raw:
+        return None
+    try:
+        value = json.loads(raw).get(identifier)
+        return int(value) if value is not None else None
+    except (ValueError, AttributeError, TypeError):
+        return None

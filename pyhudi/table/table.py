@@ -206,15 +206,21 @@ class Table:
         options: Mapping[str, str] | None = None,
         *,
         progress: bool = False,
+        batch_id: int | None = None,
     ) -> WriteResult:
         """Write a Spark DataFrame with ``operation`` (insert, upsert, delete, bulk_insert, insert_overwrite,
         insert_overwrite_table), as one transaction (:class:`~pyhudi.txn.transaction.WriteTransaction`).
 
         ``progress`` shows the stage and the share of its Spark tasks done on a terminal (stderr).
+        ``batch_id``: the micro-batch this write is, in a stream (as Hudi's streaming sink: recorded in the commit;
+        a batch committed before is skipped, ``WriteResult.skipped`` says so; see
+        :func:`pyhudi.spark.streaming.foreach_batch`).
         """
         opts = resolve_options(self.config, options, self.timeline())
         try:
-            return WriteTransaction(self.storage, self.base_path, opts, progress=progress).write(df, operation)
+            return WriteTransaction(self.storage, self.base_path, opts, progress=progress).write(
+                df, operation, batch_id=batch_id
+            )
         finally:
             self.refresh()
 

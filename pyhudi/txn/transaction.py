@@ -25,6 +25,7 @@ before it raises :class:`~pyhudi.errors.ConcurrentWriteConflict`, leaving the ta
 from __future__ import annotations
 
 import contextlib
+import json
 import posixpath
 import time
 from collections.abc import Mapping
@@ -58,9 +59,17 @@ from pyhudi.services.rollback import (
 )
 from pyhudi.spark.progress import Progress
 from pyhudi.table import markers
+from pyhudi.table.commit_metadata import STREAMING_CHECKPOINT_KEY, streaming_checkpoint
 from pyhudi.table.properties import METAFOLDER, TableConfig, read_table_config
 from pyhudi.table.schema import avro_to_arrow, check_compatible
-from pyhudi.table.timeline import ActiveTimeline, Instant, InstantTimeGenerator
+from pyhudi.table.timeline import (
+    COMMIT,
+    DELTA_COMMIT,
+    REPLACE_COMMIT,
+    ActiveTimeline,
+    Instant,
+    InstantTimeGenerator,
+)
 from pyhudi.txn.conflict import completed_writes_since, find_conflict, touched_file_groups
 from pyhudi.txn.heartbeat import (
     Heartbeat,
@@ -164,6 +173,33 @@ def table_schema(config: TableConfig, timeline: ActiveTimeline, base_path: str) 
     raise PyHudiError(f"{base_path}: table has no schema yet")
 
 
+@dataclass(frozen=True)
+class StreamingCheckpoint:
+    """A micro-batch of a stream (Hudi's streaming sink): its id is recorded in the commit's extra metadata under
+    ``_hudi_streaming_sink_checkpoint`` for the stream's identifier, and a batch whose id is at or below the last
+    one committed for that identifier is skipped (exactly-once across retries and restarts; deletes are never
+    skipped, as in Hudi)."""
+
+    identifier: str
+    batch_id: int
+
+    def extra_metadata(self) -> dict[str, str]:
+        return {STREAMING_CHECKPOINT_KEY: json.dumps({self.identifier: str(self.batch_id)})}
+
+
+def last_streaming_batch(timeline: ActiveTimeline, identifier: str) -> tuple[int, str] | None:
+    """(batch id, instant) of the latest completed write that records a batch of stream ``identifier``."""
+    for inst in reversed(timeline.completed().by_action(COMMIT, DELTA_COMMIT, REPLACE_COMMIT).by_completion_time()):
+        batch = streaming_checkpoint(timeline.read_commit_metadata(inst).get("extraMetadata"), identifier)
+        if batch is not None:
+            return batch, inst.requested_time
+    return None
+
+
+class _BatchAlreadyCommitted(PyHudiError):
+    """The streaming batch was committed meanwhile (by another attempt of the same batch)."""
+
+
 class WriteTransaction:
     """One write into the table at ``base_path``: see the module docstring for its steps."""
 
@@ -183,6 +219,10 @@ class WriteTransaction:
         self.pending: Instant | None = None
         self.completed: Instant | None = None
         self.metadata_writer: MetadataWriter | None = None
+        self.checkpoint: StreamingCheckpoint | None = None
+        prefix = str(C.COMMITMETA_KEY_PREFIX.get(self.options) or "")
+        #: written into the commit's extraMetadata (Hudi copies options with the commit-metadata key prefix)
+        self.extra_metadata = {k: v for k, v in self.options.items() if prefix and k.startswith(prefix)}
 
     # -- table state ------------------------------------------------------------------------------------------
     def config(self) -> TableConfig:
@@ -192,8 +232,9 @@ class WriteTransaction:
         return ActiveTimeline.load(self.storage, self.base_path, self.config())
 
     # -- the write ---------------------------------------------------------------------------------------------
-    def write(self, df: DataFrame, operation: str) -> WriteResult:
-        """Run ``operation`` on ``df`` as this transaction's instant."""
+    def write(self, df: DataFrame, operation: str, *, batch_id: int | None = None) -> WriteResult:
+        """Run ``operation`` on ``df`` as this transaction's instant. ``batch_id``: the micro-batch of a stream
+        (:class:`StreamingCheckpoint`, identifier from ``hoodie.datasource.write.streaming.checkpoint.identifier``)."""
         t0 = time.perf_counter()
         given_op = self.options.get(C.OPERATION)
         if given_op is not None and given_op.strip().lower() not in C.OPERATIONS:
@@ -208,7 +249,13 @@ class WriteTransaction:
         from pyhudi.spark.session import arrow_schema
 
         incoming = arrow_schema(df)
-        timeline = self.begin()
+        if batch_id is not None:
+            self.checkpoint = StreamingCheckpoint(str(C.STREAMING_CHECKPOINT_IDENTIFIER.get(self.options)), batch_id)
+            self.extra_metadata.update(self.checkpoint.extra_metadata())
+        began = self.begin()
+        if began is None:  # the streaming batch was committed before
+            return self._skipped(operation, t0)
+        timeline = began
         try:
             cfg = self.config()
             if timeline.completed_commits():
@@ -239,6 +286,9 @@ class WriteTransaction:
                 finally:
                     producer.unpersist()
                 self.post_commit(wc, job)
+        except _BatchAlreadyCommitted as e:
+            self.abort(e)
+            return self._skipped(operation, t0)
         except BaseException as e:
             self.abort(e)
             raise
@@ -246,15 +296,31 @@ class WriteTransaction:
         result.timings = job.timings
         return result
 
+    def _skipped(self, operation: str, t0: float) -> WriteResult:
+        assert self.checkpoint is not None
+        cp = self.checkpoint
+        return WriteResult(instant="", operation=operation, timings={"total": time.perf_counter() - t0},
+                           skipped=f"batch {cp.batch_id} of stream {cp.identifier!r} was committed before")
+
+    def _batch_committed(self, tl: ActiveTimeline) -> bool:
+        """The streaming batch was committed before (deletes are never skipped, as in Hudi)."""
+        cp = self.checkpoint
+        if cp is None or self.options.get(C.OPERATION) == "delete":
+            return False
+        last = last_streaming_batch(tl, cp.identifier)
+        return last is not None and last[0] >= cp.batch_id
+
     # -- 1. begin ----------------------------------------------------------------------------------------------
-    def begin(self) -> ActiveTimeline:
+    def begin(self) -> ActiveTimeline | None:
         """Deal with failed writes and reserve this write's instant time; returns the timeline the write is
-        based on."""
+        based on (None: the streaming batch was committed before, nothing to do)."""
         with self.lock.held():
             tl = self.timeline()
             if self.concurrency.failed_writes == EAGER:
                 self._roll_back_failed_writes(tl, refuse_live=not self.concurrency.optimistic)
                 tl = tl.reload()
+            if self._batch_committed(tl):
+                return None
             self._reserve(tl)
         assert self.heartbeat is not None
         self.heartbeat.start()
@@ -336,6 +402,9 @@ class WriteTransaction:
                 raise PyHudiError(f"{self.base_path}: instant {self.instant} left the timeline (rolled back by "
                                   "another writer?); the write is abandoned")
             self._check_concurrent(now, metadata)
+            if self._batch_committed(now):  # another attempt of this batch committed meanwhile
+                raise _BatchAlreadyCommitted(f"{self.base_path}: {self.checkpoint} was committed meanwhile")
+            metadata["extraMetadata"] = {**(metadata.get("extraMetadata") or {}), **self.extra_metadata}
             job.timings["commit_checks"] = time.perf_counter() - t1
             if self.metadata_writer is not None:
                 self.metadata_writer.data_config = self.config()
@@ -377,7 +446,9 @@ class WriteTransaction:
             with contextlib.suppress(Exception):
                 hb.stop()
             return
-        if isinstance(error, (ConcurrentWriteConflict, ConcurrentWriterError)) and self.instant is not None:
+        if isinstance(error, (ConcurrentWriteConflict, ConcurrentWriterError, _BatchAlreadyCommitted)) and (
+            self.instant is not None
+        ):
             try:
                 with self.lock.held():
                     rollback_instant(self.storage, self.base_path, self.instant, self.gen, missing_ok=True)

@@ -68,10 +68,13 @@ class WriteResult:
     partitions: int = 0
     stats: list[WriteStat] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
+    #: why nothing was written: the streaming batch was committed before (exactly-once)
+    skipped: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "instant": self.instant,
+            "skipped": self.skipped,
             "operation": self.operation,
             "inserted": self.inserted,
             "updated": self.updated,

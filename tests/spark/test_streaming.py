@@ -1,0 +1,124 @@
+"""Exactly-once streaming writes: batch ids recorded as Hudi's streaming sink records them, replayed batches
+skipped (deletes never), commit-metadata options copied; and a real Structured Streaming query killed with SIGKILL
+again and again (once right after a commit, before Spark recorded the batch) ends with exactly the source's
+records, checked with hudi-rs."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from pyhudi.faults import ENV as FAULT_ENV
+from pyhudi.spark.streaming import foreach_batch
+from pyhudi.table.commit_metadata import STREAMING_CHECKPOINT_KEY
+from pyhudi.table.table import Table
+from tests.write.robust_helpers import (
+    OPTS,
+    apply,
+    cli_env,
+    expected,
+    hudi_rs_read,
+    rows,
+    table_rows,
+    to_arrow,
+)
+
+pytest.importorskip("hudi")
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _extra(base: str) -> list[dict]:
+    tl = Table.open(base).timeline()
+    return [tl.read_commit_metadata(i).get("extraMetadata") or {} for i in tl.completed_commits()]
+
+
+def test_batch_ids_recorded_and_replays_skipped(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    base = str(tmp_path / "t")
+    model: dict = {}
+    write = foreach_batch(base, {**OPTS, "_app.run": "r1"}, "insert")
+    b0, b1 = rows(range(10)), rows(range(10, 20))
+    assert write(spark.createDataFrame(to_arrow(b0)), 0).skipped is None
+    apply(model, "insert", b0)
+    replay = write(spark.createDataFrame(to_arrow(b0)), 0)  # Spark replays batch 0 after a crash
+    assert replay is not None and replay.skipped and "batch 0" in replay.skipped
+    assert write(spark.createDataFrame(to_arrow(b1)), 1).skipped is None
+    apply(model, "insert", b1)
+    assert write(spark.createDataFrame(to_arrow(b0)), 1).skipped  # at or below the last committed batch
+    assert table_rows(hudi_rs_read(base)) == expected(model)
+    extra = _extra(base)
+    assert [json.loads(e[STREAMING_CHECKPOINT_KEY]) for e in extra] == [{"default_single_writer": "0"},
+                                                                       {"default_single_writer": "1"}]
+    assert all(e["_app.run"] == "r1" for e in extra)  # options with the commit-metadata key prefix
+    # another stream (its own identifier) is not skipped; deletes never are
+    other = foreach_batch(base, {**OPTS, "hoodie.datasource.write.streaming.checkpoint.identifier": "s2"}, "insert")
+    b2 = rows(range(20, 25))
+    assert other(spark.createDataFrame(to_arrow(b2)), 0).skipped is None
+    apply(model, "insert", b2)
+    gone = rows(range(0, 5))
+    deleter = foreach_batch(base, OPTS, "delete")
+    assert deleter(spark.createDataFrame(to_arrow(gone)), 1).skipped is None  # batch 1 again: a delete still runs
+    apply(model, "delete", gone)
+    assert table_rows(hudi_rs_read(base)) == expected(model)
+    # Table.write takes the batch id too
+    assert Table.open(base).write(spark.createDataFrame(to_arrow(b1)), "insert", OPTS, batch_id=1).skipped
+    assert Table.open(base).write(spark.createDataFrame(to_arrow(rows([30]))), "insert", OPTS, batch_id=2).skipped is None
+
+
+def _source(tmp: Path, n_files: int, per_file: int) -> tuple[Path, list[dict]]:
+    src = tmp / "source"
+    src.mkdir()
+    everything = []
+    for f in range(n_files):
+        batch = [{"id": f"s{f:03d}-{i:03d}", "p": "ab"[i % 2], "ts": f, "v": float(i)} for i in range(per_file)]
+        pq.write_table(pa.Table.from_pylist(batch, schema=to_arrow(rows([0])).schema), src / f"part-{f:03d}.parquet")
+        everything += batch
+    return src, everything
+
+
+def _run(src: Path, base: str, ckpt: Path, tmp: Path, **env: str) -> subprocess.Popen:
+    log = (tmp / "stream.log").open("a")
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.support.stream_job", str(src), base, str(ckpt), "insert"],
+        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=cli_env(**env), start_new_session=True,
+    )
+
+
+@pytest.mark.slow
+def test_streaming_query_killed_and_restarted_writes_every_record_once(tmp_path: Path) -> None:
+    rng = random.Random(11)
+    src, everything = _source(tmp_path, 10, 40)
+    base, ckpt = str(tmp_path / "t"), tmp_path / "ckpt"
+    # 1. killed right after pyhudi committed the first batch, before Spark recorded it: the restart replays it
+    p = _run(src, base, ckpt, tmp_path, **{FAULT_ENV: "kill_after_data_commit"})
+    p.wait(timeout=600)
+    assert p.returncode != 0
+    assert len(Table.open(base).timeline().completed_commits()) == 1
+    # 2. killed at random moments, restarted from its checkpoint each time
+    for _ in range(3):
+        p = _run(src, base, ckpt, tmp_path)
+        time.sleep(rng.uniform(15, 40))
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+        p.wait(timeout=120)
+    # 3. to the end
+    p = _run(src, base, ckpt, tmp_path)
+    assert p.wait(timeout=1200) == 0, (tmp_path / "stream.log").read_text()[-3000:]
+    got = hudi_rs_read(base)
+    keys = got.column("_hoodie_record_key").to_pylist()
+    assert len(keys) == len(set(keys)), "a record was written twice"
+    model: dict = {}
+    apply(model, "insert", everything)
+    assert table_rows(got) == expected(model)
+    batches = sorted(int(json.loads(e[STREAMING_CHECKPOINT_KEY])["default_single_writer"]) for e in _extra(base))
+    assert batches == sorted(set(batches))  # every batch committed once
