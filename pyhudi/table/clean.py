@@ -80,7 +80,9 @@ class FileSlice:
 def _is_visible(instant_time: str, timeline: Timeline) -> bool:
     if timeline.is_completed(instant_time):
         return True
-    first = timeline.first()
+    # archived: older than the first instant of the commits timeline (an older clean, rollback or indexing
+    # instant can stay on the active timeline after the commits around it were archived)
+    first = timeline.commits().first()
     return first is not None and instant_time < first.requested_time and not timeline.contains(instant_time)
 
 

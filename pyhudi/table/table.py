@@ -33,6 +33,7 @@ from pyhudi.spark.progress import Progress
 from pyhudi.table import base_file, markers
 from pyhudi.table.clean import clean as run_clean
 from pyhudi.table.fsview import FileSystemView
+from pyhudi.table.lsm_timeline import ArchivedTimeline, FullTimeline, LsmHistory
 from pyhudi.table.properties import (
     METADATA_PARTITIONS,
     METADATA_PARTITIONS_INFLIGHT,
@@ -44,7 +45,7 @@ from pyhudi.table.properties import (
 )
 from pyhudi.table.rollback import rollback_failed_writes
 from pyhudi.table.schema import COMMIT_TIME_COL, avro_schema_json, avro_to_arrow, check_compatible, with_meta
-from pyhudi.table.timeline import ActiveTimeline, Instant, InstantTimeGenerator
+from pyhudi.table.timeline import CLEAN, ActiveTimeline, Instant, InstantTimeGenerator
 from pyhudi.write.context import WriteJob
 from pyhudi.write.producer import PRODUCERS, WriteResult
 
@@ -138,6 +139,18 @@ class Table:
     def timeline(self) -> ActiveTimeline:
         return ActiveTimeline.load(self.storage, self.base_path, self.config)
 
+    def has_archived_instants(self) -> bool:
+        """Whether instants were archived into the LSM timeline (``.hoodie/timeline/history``)."""
+        return LsmHistory.for_table(self.storage, self.base_path, self.config).latest_version() > 0
+
+    def full_timeline(self, active: ActiveTimeline | None = None) -> FullTimeline:
+        """The archived instants and the active timeline together (reads the LSM timeline)."""
+        return FullTimeline.load(self.storage, self.base_path, self.config, active or self.timeline())
+
+    def _history(self, active: ActiveTimeline) -> ActiveTimeline | FullTimeline:
+        """``active``, or the full timeline when instants were archived."""
+        return self.full_timeline(active) if self.has_archived_instants() else active
+
     def schema(self) -> pa.Schema:
         """The data schema (without meta columns): the latest commit's writer schema, else the create schema."""
         tl = self.timeline()
@@ -146,6 +159,12 @@ class Table:
             s = (md.get("extraMetadata") or {}).get("schema")
             if s:
                 return avro_to_arrow(s)
+        if self.has_archived_instants():  # no active commit carries one: the latest archived commit that does
+            archived = self.full_timeline(tl).archived
+            for inst in reversed(list(archived.completed_commits())):
+                s = (archived.read_commit_metadata(inst).get("extraMetadata") or {}).get("schema")
+                if s:
+                    return avro_to_arrow(s)
         if self.config.create_schema:
             return avro_to_arrow(self.config.create_schema)
         raise PyHudiError(f"{self.base_path}: table has no schema yet")
@@ -236,7 +255,7 @@ class Table:
                 raise ConfigError("the record index lives in the metadata table: hoodie.metadata.enable must be true")
         view = self.view(tl)
         latest = view.latest_base_files()
-        rows_by_file = self._record_counts(tl)
+        rows_by_file = self._record_counts(tl, {f.file_name for f in latest})
         n = num_file_groups or estimate_file_groups(sum(rows_by_file.get(f.file_name, 0) for f in latest), options)
         files = [(f.partition, f.file_id, f.relative_path) for f in latest]
         instant = f"{INIT_PREFIX}{RLI_INIT_OFFSET:03d}"
@@ -281,14 +300,25 @@ class Table:
 
         return run
 
-    def _record_counts(self, tl: ActiveTimeline) -> dict[str, int]:
-        """Records per base file name, from the write stats of the completed commits."""
+    def _record_counts(self, tl: ActiveTimeline, wanted: set[str] | None = None) -> dict[str, int]:
+        """Records per base file name, from the write stats of the completed commits (of archived commits too
+        when a file of ``wanted`` was written by one)."""
         out: dict[str, int] = {}
-        for inst in tl.completed_commits():
-            for stats in (tl.read_commit_metadata(inst).get("partitionToWriteStats") or {}).values():
+
+        def add(source: ActiveTimeline | ArchivedTimeline, inst: Instant) -> None:
+            for stats in (source.read_commit_metadata(inst).get("partitionToWriteStats") or {}).values():
                 for st in stats:
                     if st.get("path"):
                         out[posixpath.basename(st["path"])] = int(st.get("numWrites") or 0)
+
+        for inst in tl.completed_commits():
+            add(tl, inst)
+        if wanted is not None and not wanted <= out.keys() and self.has_archived_instants():
+            archived = self.full_timeline(tl).archived
+            for inst in reversed(list(archived.completed_commits())):
+                if wanted <= out.keys():
+                    break
+                add(archived, inst)
         return out
 
     def lookup(self, keys: Sequence[str]) -> pa.Table:
@@ -474,6 +504,7 @@ class Table:
             return self._read_files(spark, files).join(F.broadcast(wanted), RECORD_KEY_COL, "left_semi")
         tl = self.timeline()
         as_of = self._check_as_of(as_of)
+        self._check_retained(as_of, tl)
         files = [f.relative_path for f in self.view(tl).latest_base_files(as_of=as_of)]
         return self._read_files(spark, files)
 
@@ -484,12 +515,13 @@ class Table:
 
         spark = spark or get_spark()
         tl = self.timeline()
-        done = [
-            i for i in tl.completed_commits()
+        done = [  # archived commits too: a start before the active timeline reads what they wrote
+            i for i in self._history(tl).completed_commits()
             if i.completion_time is not None and i.completion_time > start and (end is None or i.completion_time <= end)
         ]
         commits = [i.requested_time for i in done]
         as_of = max(commits) if commits else None
+        self._check_retained(as_of, tl)
         files = [f.relative_path for f in self.view(tl).latest_base_files(as_of=as_of)] if commits else []
         return self._read_files(spark, files, commits)
 
@@ -560,10 +592,30 @@ class Table:
             )
         return raw if len(raw) == 17 else raw + "999"
 
+    def _check_retained(self, as_of: str | None, tl: ActiveTimeline) -> None:
+        """Refuse a read as of a time cleaning may have removed file versions of (Hudi's
+        ``validateTimestampAsOf``): before the earliest commit to retain of the latest completed clean."""
+        if as_of is None:
+            return
+        source: ActiveTimeline | FullTimeline = tl
+        last = tl.completed().by_action(CLEAN).last()
+        if last is None and self.has_archived_instants():  # the latest clean was archived
+            source = self.full_timeline(tl)
+            last = source.completed().by_action(CLEAN).last()
+        if last is None:
+            return
+        retained = str(source.read_completed(last, CLEAN).get("earliestCommitToRetain") or "")
+        if retained and as_of < retained:
+            raise InvalidInputError(
+                f"{self.base_path}: cannot read as of {as_of}: cleaning ({last.requested_time}) removed the file "
+                f"versions older than {retained} (hoodie.cleaner.commits.retained); read as of {retained} or later"
+            )
+
     def to_arrow(self, as_of: str | None = None) -> pa.Table:
         """Snapshot read without Spark (driver-local; for small tables and tools)."""
         tl = self.timeline()
         as_of = self._check_as_of(as_of)
+        self._check_retained(as_of, tl)
         view = self.view(tl)
         schema = with_meta(self.schema()) if tl.completed_commits() else None
         tables = [

@@ -1,0 +1,1 @@
+"""Table services that run around a table's commits."""
