@@ -514,8 +514,15 @@ class Table:
         from pyhudi.spark.session import get_spark
 
         spark = spark or get_spark()
+        files, commits = self.incremental_files(start, end)
+        return self._read_files(spark, files, commits)
+
+    def incremental_files(self, start: str, end: str | None = None) -> tuple[list[str], list[str]]:
+        """What :meth:`read_incremental` reads: (base files as of the last commit in the range, relative to the
+        table; the requested times of the commits in the range, whose records it keeps). Archived commits
+        count too; a range ending before what cleaning kept is refused."""
         tl = self.timeline()
-        done = [  # archived commits too: a start before the active timeline reads what they wrote
+        done = [
             i for i in self._history(tl).completed_commits()
             if i.completion_time is not None and i.completion_time > start and (end is None or i.completion_time <= end)
         ]
@@ -523,7 +530,7 @@ class Table:
         as_of = max(commits) if commits else None
         self._check_retained(as_of, tl)
         files = [f.relative_path for f in self.view(tl).latest_base_files(as_of=as_of)] if commits else []
-        return self._read_files(spark, files, commits)
+        return files, commits
 
     def _files_for_keys(self, keys: Sequence[str]) -> list[str]:
         """Relative paths of the latest base files the record index names for ``keys``."""
