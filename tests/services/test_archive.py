@@ -634,3 +634,131 @@ def test_crash_before_the_manifest_leaves_an_unlisted_file(tmp_path: Path) -> No
     _check_reads(ft, "unlisted file")
     archive(LOCAL, ft.base, None, OPTS)  # writes the same file again and lists it
     assert stray <= set(h.latest()[1].file_names)
+
+
+def test_time_travel_to_archived_instants(tmp_path: Path) -> None:
+    """Appends only: cleaning never has anything to delete, so every archived instant stays readable; pyhudi and
+    hudi-rs read each one exactly, and an incremental read from the beginning returns every row."""
+    ft = FabTable.create(tmp_path / "t", retained=2, max_delta=4)
+    for i in range(16):
+        ft.write({(EU if i % 2 else US, f"ap{i:02d}-0"): [(f"a{i}", i)]})
+        archive(LOCAL, ft.base, None, OPTS)
+    full = FullTimeline.load(LOCAL, ft.base)
+    archived = [t for t in ft.commits if full.is_archived(t)]
+    assert len(archived) >= 9 and not any(i.action == CLEAN for i in full)
+    for t in ft.commits:
+        assert pyhudi_rows(ft.base, t) == ft.snapshot(t), t
+        assert hudi_rs_rows(ft.base, t) == ft.snapshot(t), t
+    assert incremental_rows(ft.base, "00000000000000000") == ft.snapshot()
+    completion = {i.requested_time: i.completion_time for i in full.completed_commits()}
+    mid = ft.commits[4]
+    want = ft.changed_by({t for t in ft.commits if (completion[t] or "") > (completion[mid] or "")}, None)
+    assert incremental_rows(ft.base, completion[mid] or "") == want
+    assert incremental_rows(ft.base, completion[mid] or "", completion[ft.commits[6]]) == ft.changed_by(
+        set(ft.commits[5:7]), ft.commits[6])
+
+
+# -- Spark: the real write path, archived after every commit --------------------------------------------------------
+SPARK_OPTS = {
+    "hoodie.table.name": "arch",
+    "hoodie.datasource.write.recordkey.field": "id",
+    "hoodie.datasource.write.partitionpath.field": "dt",
+    "hoodie.table.ordering.fields": "ts",
+    "hoodie.keep.min.commits": "5",
+    "hoodie.keep.max.commits": "7",
+    "hoodie.cleaner.commits.retained": "3",
+    "hoodie.metadata.compact.max.delta.commits": "4",
+    "hoodie.timeline.compaction.batch.size": "3",
+}
+DATES = ("2026-11-01", "2026-11-02", "2026-11-03")
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_sixty_spark_commits_archived_after_each(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    import pyarrow as pa
+
+    schema = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("dt", pa.string()), ("v", pa.int64())])
+    base = str(tmp_path / "t")
+    table = Table.create(base, schema, SPARK_OPTS)
+    rnd = random.Random(5)
+    live: dict[str, tuple[str, int, int, str]] = {}  # id -> (dt, ts, v, instant of its latest version)
+    snapshots: dict[str, list[tuple[str, str, int, int]]] = {}
+    commits: list[str] = []
+
+    def snap() -> list[tuple[str, str, int, int]]:
+        return sorted((k, dt, ts, v) for k, (dt, ts, v, _) in live.items())
+
+    def rows_of(t: pa.Table) -> list[tuple[str, str, int, int]]:
+        return sorted(zip(*(t.column(c).to_pylist() for c in ("id", "dt", "ts", "v")), strict=True)) if t.num_rows else []
+
+    def rs(as_of: str | None = None) -> list[tuple[str, str, int, int]]:
+        opts = hudi.HudiReadOptions() if as_of is None else hudi.HudiReadOptions().with_as_of_timestamp(as_of)
+        batches = list(hudi.HudiTableBuilder.from_base_uri(base).build().read(opts))
+        return rows_of(pa.Table.from_batches(batches)) if batches else []
+
+    # crash the first archival from commit 15 / 30 / 45 on that reaches these steps
+    crashes = [(15, "data:instant_deleted"), (30, "metadata:version_written"), (45, "data:compaction_written")]
+    crashed: list[str] = []
+    for i in range(60):
+        ids = sorted({f"k{rnd.randrange(40):02d}" for _ in range(rnd.randrange(2, 7))})
+        op = "delete" if i % 9 == 8 and live else "upsert"
+        if op == "delete":
+            ids = sorted(rnd.sample(sorted(live), min(3, len(live))))
+        batch = [{"id": k, "ts": i, "dt": DATES[int(k[1:]) % 3], "v": i * 100 + int(k[1:])} for k in ids]
+        res = Table.open(base).write(spark.createDataFrame(pa.Table.from_pylist(batch, schema=schema)), op, SPARK_OPTS)
+        commits.append(res.instant)
+        for r in batch:
+            if op == "delete":
+                live.pop(r["id"], None)
+            else:
+                live[r["id"]] = (r["dt"], r["ts"], r["v"], res.instant)
+        snapshots[res.instant] = snap()
+        armed = next((step for start, step in crashes if start <= i and step not in crashed), None)
+        try:
+            result = archive(LOCAL, base, None, SPARK_OPTS, hook=_hook_counter(armed) if armed else None)
+        except Crash:
+            crashed.append(str(armed))
+            assert rs() == snapshots[res.instant], f"commit {i}: hudi-rs after a crashed archival ({armed})"
+            assert rows_of(Table.open(base).to_arrow()) == snapshots[res.instant]
+            assert validate_table(Table.open(base)).ok
+            continue  # the next commit writes on top of it; its archival finishes this one's work
+        assert len(ActiveTimeline.load(LOCAL, base).completed_commits()) <= result.data.plan.max_commits
+        if i % 10 == 9:
+            assert rs() == snapshots[res.instant], f"commit {i}: hudi-rs"
+            rep = validate_table(Table.open(base))
+            assert rep.ok and rep.record_index is not None, rep.to_dict()
+
+    assert crashed == [step for _, step in crashes]
+    table = Table.open(base)
+    full = table.full_timeline()
+    archived = [t for t in commits if full.is_archived(t)]
+    assert len(archived) > 40 and [i.requested_time for i in full.completed_commits()] == commits
+    assert any(i.action == CLEAN for i in full.archived)
+    mdt_archived = ArchivedTimeline.load(LOCAL, metadata_base_path(base))
+    assert len(mdt_archived) > 40 and any(i.action == COMMIT for i in mdt_archived)  # compactions archived too
+    assert rs() == snap() == rows_of(table.to_arrow())
+    assert validate_table(table).ok
+
+    # time travel: exact, or refused where cleaning removed the file versions
+    refused = 0
+    for t in commits:
+        try:
+            got = rows_of(table.to_arrow(as_of=t))
+        except InvalidInputError as e:
+            assert "cleaning" in str(e)
+            refused += 1
+            continue
+        assert got == snapshots[t], t
+    assert 0 < refused < len(commits)
+    mid = commits[-3]
+    assert rows_of(table.read(spark, as_of=mid).toArrow()) == snapshots[mid]
+
+    # incremental (Spark) from before the active timeline: every live row last written after the start
+    completion = {i.requested_time: i.completion_time or "" for i in full.completed_commits()}
+    for j in (0, 10, 30):
+        start = completion[commits[j]]
+        want = sorted((k, dt, ts, v) for k, (dt, ts, v, inst) in live.items() if completion[inst] > start)
+        assert rows_of(table.read_incremental(start, spark=spark).toArrow()) == want, j
+    with pytest.raises(InvalidInputError, match="cleaning"):
+        table.read_incremental(completion[commits[0]], completion[commits[2]], spark=spark)
