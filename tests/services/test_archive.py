@@ -120,12 +120,12 @@ def _plan(fab: Fab, lo: int = 4, hi: int = 6, **kw: Any) -> tuple[list[str], lis
 def test_limits() -> None:
     assert ArchiveLimits.from_options({}) == ArchiveLimits(20, 30)
     assert ArchiveLimits.from_options({}).for_metadata_table() == ArchiveLimits(21, 31)
-    with pytest.raises(ConfigError, match="hoodie.keep.max.commits"):
+    with pytest.raises(ConfigError, match=r"hoodie\.keep\.max\.commits"):
         ArchiveLimits.from_options({"hoodie.keep.min.commits": "30"})
-    with pytest.raises(ConfigError, match="hoodie.keep.min.commits"):
+    with pytest.raises(ConfigError, match=r"hoodie\.keep\.min\.commits"):
         ArchiveLimits.from_options({"hoodie.keep.min.commits": "0", "hoodie.keep.max.commits": "3"})
     assert auto_archive_enabled({}) and not auto_archive_enabled({"hoodie.archive.automatic": "false"})
-    with pytest.raises(ConfigError, match="hoodie.archive.automatic"):
+    with pytest.raises(ConfigError, match=r"hoodie\.archive\.automatic"):
         auto_archive_enabled({"hoodie.archive.automatic": "maybe"})
 
 
@@ -195,7 +195,7 @@ def test_replacecommit_stays_until_its_files_are_cleaned(tmp_path: Path) -> None
     assert _plan(fab, 2, 4)[0] == c
     # a clean past it has removed the replaced file groups: the replacecommit may go
     fab.clean(c2[1])
-    assert _plan(fab, 2, 4)[0] == c + [rc] + c2[:5]
+    assert _plan(fab, 2, 4)[0] == [*c, rc, *c2[:5]]
 
 
 def test_pending_clustering_stays(tmp_path: Path) -> None:
@@ -259,11 +259,11 @@ def test_metadata_table_rules(tmp_path: Path) -> None:
     mdt.done(DELTA_COMMIT, 2)
     # the latest compaction and the deltacommits after it stay while the next compaction needs them (10)
     p = plan_archival(mdt.tl, ArchiveLimits(2, 4), data_timeline=data.tl, max_delta_commits=10)
-    assert [i.requested_time for i in p.commits] == d[:4] + [k] + d[4:]
+    assert [i.requested_time for i in p.commits] == [*d[:4], k, *d[4:]]
     assert p.retain_from == comp.requested_time
     # with 1 needed, the data table's active timeline bounds: everything before its earliest commit may go
     p = plan_archival(mdt.tl, ArchiveLimits(2, 4), data_timeline=data.tl, max_delta_commits=1)
-    assert [i.requested_time for i in p.commits] == d[:4] + [k] + d[4:] + [comp.requested_time] + d2
+    assert [i.requested_time for i in p.commits] == [*d[:4], k, *d[4:], comp.requested_time, *d2]
     assert p.retain_from == first_data
     # keep min / max one more than the data table's
     p = plan_archival(mdt.tl, ArchiveLimits(2, 4).for_metadata_table(), data_timeline=data.tl, max_delta_commits=1)
@@ -534,8 +534,8 @@ def test_crash_at_every_step_then_rerun(tmp_path: Path) -> None:
         shutil.copytree(ft.base, base)
         ft_k = FabTable(str(base), groups=ft.groups, replaces=ft.replaces, commits=ft.commits)
 
-        def hook(step: str, n: list[int] = [0]) -> None:  # noqa: B006 - counts this run's events
-            if n[0] == k:
+        def hook(step: str, n: list[int] = [0], at: int = k) -> None:  # noqa: B006 - counts this run's events
+            if n[0] == at:
                 raise Crash(step)
             n[0] += 1
 
@@ -595,11 +595,11 @@ def test_half_deleted_instants_are_finished(tmp_path: Path) -> None:
 def test_refusals(tmp_path: Path) -> None:
     ft = FabTable.create(tmp_path / "t", mdt=False)
     ft.write({(EU, "fg0-0"): [("a", 1)]})
-    with pytest.raises(ConfigError, match="hoodie.archive.async"):
+    with pytest.raises(ConfigError, match=r"hoodie\.archive\.async"):
         archive(LOCAL, ft.base, None, {"hoodie.archive.async": "true"})
-    with pytest.raises(ConfigError, match="hoodie.archive.beyond.savepoint"):
+    with pytest.raises(ConfigError, match=r"hoodie\.archive\.beyond\.savepoint"):
         archive(LOCAL, ft.base, None, {"hoodie.archive.beyond.savepoint": "true"})
-    with pytest.raises(ConfigError, match="hoodie.timeline.compaction.batch.size"):
+    with pytest.raises(ConfigError, match=r"hoodie\.timeline\.compaction\.batch\.size"):
         archive(LOCAL, ft.base, None, {"hoodie.timeline.compaction.batch.size": "1"})
     update_table_config(LOCAL, meta_path(ft.base), {"hoodie.table.type": "MERGE_ON_READ"})
     with pytest.raises(PyHudiError, match="MERGE_ON_READ"):
@@ -762,3 +762,55 @@ def test_sixty_spark_commits_archived_after_each(spark, tmp_path: Path) -> None:
         assert rows_of(table.read_incremental(start, spark=spark).toArrow()) == want, j
     with pytest.raises(InvalidInputError, match="cleaning"):
         table.read_incremental(completion[commits[0]], completion[commits[2]], spark=spark)
+
+
+# -- readers and services that walk the timeline ----------------------------------------------------------------------
+def test_cleaning_sees_files_of_archived_commits(tmp_path: Path) -> None:
+    """An instant that stays on the active timeline while the commits around it are archived (a completed
+    ``indexing`` instant is never archived) does not hide the files of the archived commits after it."""
+    from pyhudi.table.clean import clean
+
+    ft = FabTable.create(tmp_path / "t", mdt=False, retained=1)
+    ts = [ft.write({(EU, "fg0-0"): [("a", i)]}, services=False) for i in range(10)]
+    res = archive(LOCAL, ft.base, None, {"hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3",
+                                         "hoodie.cleaner.commits.retained": "1"})
+    assert [i.requested_time for i in res.data.archived] == ts[:8]
+    old = str(int(ts[0]) + 1)  # an indexing instant between the first two (archived) commits
+    tdir = Path(ft.base, ".hoodie", "timeline")
+    for name in (f"{old}.indexing.requested", f"{old}.indexing.inflight", f"{old}_{int(old) + 1}.indexing"):
+        (tdir / name).write_bytes(b"")
+    assert ActiveTimeline.load(LOCAL, ft.base).first().requested_time == old  # type: ignore[union-attr]
+    clean(LOCAL, ft.base, None, 1, ft.gen)
+    left = sorted(p.name.rsplit("_", 1)[1].split(".")[0] for p in Path(ft.base, EU).glob("fg0-0_*.parquet"))
+    assert left == ts[8:]
+    assert pyhudi_rows(ft.base) == ft.snapshot() == hudi_rs_rows(ft.base)
+
+
+def test_record_counts_and_schema_from_archived_commits(tmp_path: Path) -> None:
+    ft = FabTable.create(tmp_path / "t", mdt=False, retained=1)
+    for i in range(8):
+        ft.write({(EU, f"fg{i}-0"): [(f"a{i}", i), (f"b{i}", i)]}, services=False)
+    archive(LOCAL, ft.base, None, {"hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3",
+                                   "hoodie.cleaner.commits.retained": "1"})
+    table = Table.open(ft.base)
+    tl = table.timeline()
+    latest = {f.file_name for f in table.view(tl).latest_base_files()}
+    assert len(latest) == 8 and len(tl.completed_commits()) == 2
+    counts = table._record_counts(tl, latest)
+    assert {n: counts[n] for n in latest} == dict.fromkeys(latest, 2)  # 6 of them written by archived commits
+    schema = table.schema()
+    # active commits that carry no schema: the latest archived commit that does
+    for inst in tl.completed_commits():
+        meta = tl.read_commit_metadata(inst)
+        meta["extraMetadata"] = {}
+        Path(tl.path_of(inst)).write_bytes(avro_container(meta))
+    assert not any((tl.read_commit_metadata(i).get("extraMetadata") or {}) for i in tl.completed_commits())
+    cfg = read_table_config(LOCAL, meta_path(ft.base))
+    update_table_config(LOCAL, meta_path(ft.base), deletes=["hoodie.table.create.schema"])
+    assert Table.open(ft.base).schema() == schema and cfg.create_schema
+
+
+def avro_container(meta: dict[str, Any]) -> bytes:
+    from pyhudi.io import avro
+
+    return avro.write_container(meta, "HoodieCommitMetadata")
