@@ -21,7 +21,8 @@ table (whose rules look at the data table's active timeline).
 - data table with a metadata table: nothing while the metadata table has never been compacted, and nothing
   from the first commit that completed after its latest compaction (the metadata blocks of archived commits
   must be in compacted base files: readers only use blocks of instants on the data timeline);
-- metadata table (keep min/max one more than the data table's, as Hudi's metadata write config): nothing at or
+- metadata table (keep min/max one more than the data table's and cleaning retaining 1.2x its commits, as
+  Hudi's metadata write config): nothing at or
   after the earliest commit (any state) or pending instant of the data table's active timeline, and enough
   deltacommits for its compaction (``hoodie.metadata.compact.max.delta.commits`` since its latest compaction);
 - nothing from the first savepoint on;
@@ -45,6 +46,7 @@ run left. A crashed compaction or cleaning is redone by the next run.
 
 from __future__ import annotations
 
+import math
 import posixpath
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -648,9 +650,10 @@ def archive(
         return ArchiveResult(data)
 
     def plan_metadata(tl: ActiveTimeline) -> ArchivePlan:
+        # Hudi's metadata write config: keep min/max + 1, KEEP_LATEST_COMMITS retaining 1.2x the data table's
         return plan_archival(
-            tl, limits.for_metadata_table(), data_timeline=ActiveTimeline.load(storage, base, config),
-            max_delta_commits=max_deltas,
+            tl, limits.for_metadata_table(), cleaner_commits_retained=math.ceil(retained * 1.2),
+            data_timeline=ActiveTimeline.load(storage, base, config), max_delta_commits=max_deltas,
         )
 
     md = TableArchiver(storage, mdt_path, mdt_config, METADATA, parquet=parquet, batch_size=batch, hook=hook)
