@@ -814,3 +814,19 @@ def avro_container(meta: dict[str, Any]) -> bytes:
     from pyhudi.io import avro
 
     return avro.write_container(meta, "HoodieCommitMetadata")
+
+
+def test_compaction_candidates() -> None:
+    """``getCandidateFiles``: the oldest consecutive files of a layer, at most a batch, stopping once past ~1000 MB
+    (a lone file past it is skipped)."""
+    from pyhudi.services.archive import COMPACTION_MAX_BYTES, _candidate_files
+    from pyhudi.table.lsm_timeline import ManifestEntry
+
+    def files(*sizes: int) -> list[ManifestEntry]:
+        return [ManifestEntry(f"{i:017d}_{i:017d}_0.parquet", n) for i, n in enumerate(sizes)]
+
+    mb = 1024 * 1024
+    names = [f.file_name for f in files(*range(12))]
+    assert _candidate_files(files(*[10] * 12), 10, COMPACTION_MAX_BYTES) == names[:10]
+    assert _candidate_files(files(COMPACTION_MAX_BYTES + 1, 10, 10), 10, COMPACTION_MAX_BYTES) == names[1:3]
+    assert _candidate_files(files(600 * mb, 600 * mb, 10), 10, COMPACTION_MAX_BYTES) == names[:2]
