@@ -31,7 +31,7 @@ table (whose rules look at the data table's active timeline).
 
 **How** (``LSMTimelineWriter``): the selected instants, sorted by requested time, become one layer-0 parquet file
 ``<first>_<last>_0.parquet``; the next manifest lists it (``manifest_<N+1>``), then ``_version_`` names N+1 (from
-here on the instants are archived); then their active-timeline files are deleted, pending states first, then
+here on the instants are archived; it is replaced in one write, where Hudi deletes and recreates it); then their active-timeline files are deleted, pending states first, then
 completed files in ascending order (readers never see an archived instant as pending, nor a hole in the middle).
 Then every layer holding ``hoodie.timeline.compaction.batch.size`` files has its oldest files merged into one
 file of the next layer (new manifest), and old snapshots are cleaned: the newest 3 manifests (plus one per
