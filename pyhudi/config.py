@@ -201,6 +201,24 @@ CLEANER_COMMITS_RETAINED = Option(
     section=_SVC, aliases=("hoodie.clean.commits.retained",))
 AUTO_CLEAN = Option(
     "hoodie.clean.automatic", "true", "Clean after every commit.", section=_SVC)
+ARCHIVE_AUTOMATIC = Option(
+    "hoodie.archive.automatic", "true",
+    "Archive after every commit (after cleaning): move old completed instants from the active timeline into the "
+    "LSM timeline (`.hoodie/timeline/history`), for the table and its metadata table.", section=_SVC)
+KEEP_MIN_COMMITS = Option(
+    "hoodie.keep.min.commits", "20",
+    "Archival leaves at least this many completed commits on the active timeline (raised to what cleaning "
+    "still needs: the commits after the cleaner's earliest commit to retain, plus 2). The metadata table keeps "
+    "one more.", section=_SVC)
+KEEP_MAX_COMMITS = Option(
+    "hoodie.keep.max.commits", "30",
+    "Archival starts once the active timeline holds more than this many completed commits (must exceed "
+    "`hoodie.keep.min.commits`; raised by as much as the minimum is). The metadata table keeps one more.",
+    section=_SVC)
+TIMELINE_COMPACTION_BATCH_SIZE = Option(
+    "hoodie.timeline.compaction.batch.size", "10",
+    "When a layer of the LSM timeline holds this many files, its oldest ones (up to this many, about 1000 MB "
+    "at most) are merged into one file of the next layer.", section=_SVC)
 
 # -- streaming ------------------------------------------------------------------------------------------------------
 _ST = "streaming"
@@ -326,6 +344,10 @@ NOT_HONOURED: dict[str, tuple[frozenset[str], str]] = {
         frozenset({"false"}), "secondary indexes are not maintained"),
     "hoodie.datasource.write.drop.partition.columns": (
         frozenset({"false"}), "partition columns are always kept in the data files"),
+    "hoodie.archive.async": (
+        frozenset({"false"}), "archival runs in the writer, after its commit"),
+    "hoodie.archive.beyond.savepoint": (
+        frozenset({"false"}), "archival stops at the first savepoint"),
 }
 
 

@@ -142,25 +142,38 @@ def read(
 
 @click.command()
 @click.argument("table")
+@click.option("--archived", is_flag=True, help="Also list the instants archived into the LSM timeline (marked).")
 @click.option("--json", "as_json", is_flag=True)
-def timeline(table: str, as_json: bool) -> None:
+def timeline(table: str, archived: bool, as_json: bool) -> None:
     """List TABLE's instants (requested time, action, state, completion time)."""
     from pyhudi.table.table import Table
 
     t = Table.open(table)
-    rows = [
-        {
-            "instant": i.requested_time,
-            "action": i.action,
-            "state": i.state.name,
-            "completed": i.completion_time,
-        }
-        for i in t.timeline()
-    ]
+    if not archived:
+        rows: list[dict[str, Any]] = [
+            {"instant": i.requested_time, "action": i.action, "state": i.state.name, "completed": i.completion_time}
+            for i in t.timeline()
+        ]
+        cols = ["instant", "action", "state", "completed"]
+    else:
+        full = t.full_timeline()
+        rows = [
+            {
+                "instant": i.requested_time,
+                "action": i.action,
+                "state": i.state.name,
+                "completed": i.completion_time,
+                "archived": full.is_archived(i),
+            }
+            for i in full
+        ]
+        cols = ["instant", "action", "state", "completed", "archived"]
     if as_json:
         emit_json(rows)
     else:
-        echo_table(rows, ["instant", "action", "state", "completed"])
+        if archived:
+            rows = [{**r, "archived": "archived" if r["archived"] else ""} for r in rows]
+        echo_table(rows, cols)
 
 
 @click.command()

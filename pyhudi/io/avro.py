@@ -42,6 +42,7 @@ SCHEMA_NAMES = (
     "HoodieCleanerPlan",
     "HoodieIndexPlan",
     "HoodieIndexCommitMetadata",
+    "HoodieLSMTimelineInstant",
 )
 
 

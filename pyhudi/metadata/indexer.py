@@ -62,6 +62,7 @@ from pyhudi.metadata.reader import table_view
 from pyhudi.metadata.writer import MetadataWriter
 from pyhudi.table import filenames
 from pyhudi.table.fsview import FileSystemView
+from pyhudi.table.lsm_timeline import ArchivedTimeline, LsmHistory
 from pyhudi.table.properties import (
     METADATA_PARTITIONS_INFLIGHT,
     METAFOLDER,
@@ -90,15 +91,33 @@ _WRITE_ACTIONS = (COMMIT, DELTA_COMMIT, REPLACE_COMMIT)
 __all__ = ["AsyncRecordIndexBuilder", "IndexingPlan", "build_record_index", "pending_indexing"]
 
 
-def record_counts(tl: ActiveTimeline) -> dict[str, int]:
-    """Records per base file name, from the write stats of the completed commits."""
+def record_counts(
+    tl: ActiveTimeline, wanted: set[str] | None = None, archived: ArchivedTimeline | None = None
+) -> dict[str, int]:
+    """Records per base file name, from the write stats of the completed commits (of ``archived`` commits too,
+    newest first, while a file of ``wanted`` was not found in the active ones)."""
     out: dict[str, int] = {}
-    for inst in tl.completed_commits():
-        for stats in (tl.read_commit_metadata(inst).get("partitionToWriteStats") or {}).values():
+
+    def add(source: ActiveTimeline | ArchivedTimeline, inst: Instant) -> None:
+        for stats in (source.read_commit_metadata(inst).get("partitionToWriteStats") or {}).values():
             for st in stats:
                 if st.get("path"):
                     out[posixpath.basename(st["path"])] = int(st.get("numWrites") or 0)
+
+    for inst in tl.completed_commits():
+        add(tl, inst)
+    if archived is not None and wanted is not None:
+        for inst in reversed(list(archived.completed_commits())):
+            if wanted <= out.keys():
+                break
+            add(archived, inst)
     return out
+
+
+def _archived(storage: Storage, base_path: str, config: TableConfig) -> ArchivedTimeline | None:
+    if LsmHistory.for_table(storage, base_path, config).latest_version() > 0:
+        return ArchivedTimeline.load(storage, base_path, config)
+    return None
 
 
 def _write_base_files(
@@ -131,10 +150,9 @@ def build_record_index(
 
     storage, base_path = writer.storage, writer.base_path
     view = table_view(storage, base_path, writer.data_config, timeline)
-    counts = record_counts(timeline)
-    n = num_file_groups or estimate_file_groups(
-        sum(counts.get(f.file_name, 0) for f in view.latest_base_files()), options
-    )
+    latest = view.latest_base_files()
+    counts = record_counts(timeline, {f.file_name for f in latest}, _archived(storage, base_path, writer.data_config))
+    n = num_file_groups or estimate_file_groups(sum(counts.get(f.file_name, 0) for f in latest), options)
     spark_ = spark or get_spark()
     writer.create_record_index(
         RLI_INIT_INSTANT, lambda: {RECORD_INDEX: _write_base_files(spark_, storage, base_path, view, n)}, n
@@ -202,7 +220,9 @@ class AsyncRecordIndexBuilder:
             raise ConfigError("the record index lives in the metadata table: hoodie.metadata.enable must be true")
         if num_file_groups is not None and num_file_groups < 1:
             raise ConfigError(f"--file-groups must be >= 1, got {num_file_groups}")
-        n = num_file_groups or estimate_file_groups(sum(record_counts(tl).values()), self.options)
+        names = {f.file_name for f in table_view(self.storage, self.base_path, cfg, tl).latest_base_files()}
+        counts = record_counts(tl, names, _archived(self.storage, self.base_path, cfg))
+        n = num_file_groups or estimate_file_groups(sum(counts.get(f, 0) for f in names), self.options)
         latest = tl.completed().last()
         instant = self.gen.next(floor=tl.latest_time())
         info = {

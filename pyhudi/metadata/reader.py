@@ -133,7 +133,7 @@ class MetadataTableReader:
         self.timeline = ActiveTimeline.load(storage, self.mdt_path, self.config)
         self.valid = valid_instants(data_timeline, self.timeline)
         self.view = FileSystemView.load(storage, self.mdt_path, timeline=self.timeline, config=self.config)
-        first = self.timeline.first()
+        first = self.timeline.commits().first()  # instants before it were archived (completed)
         self.block_filter = BlockFilter(
             frozenset(self.valid),
             frozenset(i.requested_time for i in self.timeline.completed()),

@@ -19,6 +19,7 @@ from pyhudi.table.filenames import parse_data_file_name
 from pyhudi.table.fsview import StorageListing
 from pyhudi.table.schema import RECORD_KEY_COL
 from pyhudi.table.table import Table
+from pyhudi.table.timeline import Timeline
 
 
 @dataclass
@@ -61,13 +62,22 @@ class ValidationReport:
         }
 
 
-def _committed_on_storage(table: Table, completed: set[str]) -> dict[str, dict[str, int]]:
+def _committed_on_storage(table: Table, tl: Timeline) -> dict[str, dict[str, int]]:
+    """Data files of completed instants: completed on the timeline, or archived (older than the first instant
+    of its commits timeline and not on it)."""
+    completed = {i.requested_time for i in tl.completed()}
+    known = {i.requested_time for i in tl}
+    first = tl.commits().first()
+
+    def committed(t: str) -> bool:
+        return t in completed or (first is not None and t < first.requested_time and t not in known)
+
     out: dict[str, dict[str, int]] = {}
     for part, entries in StorageListing(table.storage, table.base_path).list_partition_files().items():
         files = {}
         for e in entries:
             parsed = parse_data_file_name(e.name)
-            if parsed is not None and parsed.instant in completed:
+            if parsed is not None and committed(parsed.instant):
                 files[e.name] = e.size
         out[part] = files
     return out
@@ -79,8 +89,7 @@ def validate_table(table: Table) -> ValidationReport:
     if not rep.metadata_table:
         rep.problems.append("the table has no metadata table (hoodie.table.metadata.partitions lacks 'files')")
         return rep
-    completed = {i.requested_time for i in tl.completed()}
-    on_storage = _committed_on_storage(table, completed)
+    on_storage = _committed_on_storage(table, tl)
     reader = MetadataTableReader(table.storage, table.base_path, data_timeline=tl, data_config=table.config)
     in_mdt = reader.all_files()
     listed = set(reader.list_partitions())

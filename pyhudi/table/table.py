@@ -21,6 +21,7 @@ from pyhudi.services.rollback import RollbackResult
 from pyhudi.spark.errors import task_errors
 from pyhudi.table import base_file
 from pyhudi.table.fsview import FileSystemView
+from pyhudi.table.lsm_timeline import FullTimeline, LsmHistory
 from pyhudi.table.properties import (
     METAFOLDER,
     TableConfig,
@@ -28,7 +29,7 @@ from pyhudi.table.properties import (
     read_table_config,
 )
 from pyhudi.table.schema import COMMIT_TIME_COL, avro_schema_json, with_meta
-from pyhudi.table.timeline import ActiveTimeline, Instant
+from pyhudi.table.timeline import CLEAN, ActiveTimeline, Instant
 from pyhudi.txn.lock import lock_provider
 from pyhudi.txn.transaction import (
     Concurrency,
@@ -130,9 +131,21 @@ class Table:
     def timeline(self) -> ActiveTimeline:
         return ActiveTimeline.load(self.storage, self.base_path, self.config)
 
+    def has_archived_instants(self) -> bool:
+        """Whether instants were archived into the LSM timeline (``.hoodie/timeline/history``)."""
+        return LsmHistory.for_table(self.storage, self.base_path, self.config).latest_version() > 0
+
+    def full_timeline(self, active: ActiveTimeline | None = None) -> FullTimeline:
+        """The archived instants and the active timeline together (reads the LSM timeline)."""
+        return FullTimeline.load(self.storage, self.base_path, self.config, active or self.timeline())
+
+    def _history(self, active: ActiveTimeline) -> ActiveTimeline | FullTimeline:
+        """``active``, or the full timeline when instants were archived."""
+        return self.full_timeline(active) if self.has_archived_instants() else active
+
     def schema(self) -> pa.Schema:
         """The data schema (without meta columns): the latest commit's writer schema, else the create schema."""
-        return table_schema(self.config, self.timeline(), self.base_path)
+        return table_schema(self.storage, self.base_path, self.config, self.timeline())
 
     def refresh(self) -> Table:
         """Reload the table's properties (after a write or an index build changed them); returns self."""
@@ -261,6 +274,7 @@ class Table:
             return self._read_files(spark, files).join(F.broadcast(wanted), RECORD_KEY_COL, "left_semi")
         tl = self.timeline()
         as_of = self._check_as_of(as_of)
+        self._check_retained(as_of, tl)
         files = [f.relative_path for f in self.view(tl).latest_base_files(as_of=as_of)]
         return self._read_files(spark, files)
 
@@ -270,15 +284,23 @@ class Table:
         from pyhudi.spark.session import get_spark
 
         spark = spark or get_spark()
+        files, commits = self.incremental_files(start, end)
+        return self._read_files(spark, files, commits)
+
+    def incremental_files(self, start: str, end: str | None = None) -> tuple[list[str], list[str]]:
+        """What :meth:`read_incremental` reads: (base files as of the last commit in the range, relative to the
+        table; the requested times of the commits in the range, whose records it keeps). Archived commits
+        count too; a range ending before what cleaning kept is refused."""
         tl = self.timeline()
         done = [
-            i for i in tl.completed_commits()
+            i for i in self._history(tl).completed_commits()
             if i.completion_time is not None and i.completion_time > start and (end is None or i.completion_time <= end)
         ]
         commits = [i.requested_time for i in done]
         as_of = max(commits) if commits else None
+        self._check_retained(as_of, tl)
         files = [f.relative_path for f in self.view(tl).latest_base_files(as_of=as_of)] if commits else []
-        return self._read_files(spark, files, commits)
+        return files, commits
 
     def _files_for_keys(self, keys: Sequence[str]) -> list[str]:
         """Relative paths of the latest base files the record index names for ``keys``."""
@@ -345,10 +367,30 @@ class Table:
             )
         return raw if len(raw) == 17 else raw + "999"
 
+    def _check_retained(self, as_of: str | None, tl: ActiveTimeline) -> None:
+        """Refuse a read as of a time cleaning may have removed file versions of (Hudi's
+        ``validateTimestampAsOf``): before the earliest commit to retain of the latest completed clean."""
+        if as_of is None:
+            return
+        source: ActiveTimeline | FullTimeline = tl
+        last = tl.completed().by_action(CLEAN).last()
+        if last is None and self.has_archived_instants():  # the latest clean was archived
+            source = self.full_timeline(tl)
+            last = source.completed().by_action(CLEAN).last()
+        if last is None:
+            return
+        retained = str(source.read_completed(last, CLEAN).get("earliestCommitToRetain") or "")
+        if retained and as_of < retained:
+            raise InvalidInputError(
+                f"{self.base_path}: cannot read as of {as_of}: cleaning ({last.requested_time}) removed the file "
+                f"versions older than {retained} (hoodie.cleaner.commits.retained); read as of {retained} or later"
+            )
+
     def to_arrow(self, as_of: str | None = None) -> pa.Table:
         """Snapshot read without Spark (driver-local; for small tables and tools)."""
         tl = self.timeline()
         as_of = self._check_as_of(as_of)
+        self._check_retained(as_of, tl)
         view = self.view(tl)
         schema = with_meta(self.schema()) if tl.completed_commits() else None
         tables = [

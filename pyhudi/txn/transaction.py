@@ -15,7 +15,7 @@
    partition, record index: in commit order, so the index never points at a losing writer's file); the instant
    completes, with a completion time after every time on the timeline. Then the markers and the heartbeat go.
 5. **Post-commit services**, each under the lock: (LAZY) rollback of failed writes, cleaning, metadata-table
-   compaction.
+   compaction, timeline archival (``hoodie.archive.automatic``; :mod:`pyhudi.services.archive`).
 
 A write that fails before completing leaves its instant pending with its heartbeat marked aborted (as Hudi
 leaves it inflight), so the next writer rolls it back at once; a write that loses a conflict rolls itself back
@@ -50,6 +50,7 @@ from pyhudi.metadata.partitions import RECORD_INDEX
 from pyhudi.metadata.reader import table_view
 from pyhudi.metadata.record_index import record_index_updates
 from pyhudi.metadata.writer import MetadataWriter, mdt_enabled, mdt_max_delta_commits
+from pyhudi.services.archive import archive, auto_archive_enabled
 from pyhudi.services.clean import clean as run_clean
 from pyhudi.services.rollback import (
     ROLLBACK_ACTIONS,
@@ -60,6 +61,7 @@ from pyhudi.services.rollback import (
 from pyhudi.spark.progress import Progress
 from pyhudi.table import markers
 from pyhudi.table.commit_metadata import STREAMING_CHECKPOINT_KEY, streaming_checkpoint
+from pyhudi.table.lsm_timeline import ArchivedTimeline, LsmHistory
 from pyhudi.table.properties import METAFOLDER, TableConfig, read_table_config
 from pyhudi.table.schema import avro_to_arrow, check_compatible
 from pyhudi.table.timeline import (
@@ -162,12 +164,17 @@ def default_index_type(config: TableConfig, options: Mapping[str, str], timeline
     return str(C.INDEX_TYPE.default)
 
 
-def table_schema(config: TableConfig, timeline: ActiveTimeline, base_path: str) -> pa.Schema:
-    """The data schema (without meta columns): the latest commit's writer schema, else the create schema."""
-    for inst in reversed(list(timeline.completed_commits())):
-        s = (timeline.read_commit_metadata(inst).get("extraMetadata") or {}).get("schema")
-        if s:
-            return avro_to_arrow(s)
+def table_schema(storage: Storage, base_path: str, config: TableConfig, timeline: ActiveTimeline) -> pa.Schema:
+    """The data schema (without meta columns): the latest commit's writer schema (an archived commit's when no
+    active one carries one), else the create schema."""
+    sources: list[ActiveTimeline | ArchivedTimeline] = [timeline]
+    if LsmHistory.for_table(storage, base_path, config).latest_version() > 0:
+        sources.append(ArchivedTimeline.load(storage, base_path, config))
+    for tl in sources:
+        for inst in reversed(list(tl.completed_commits())):
+            s = (tl.read_commit_metadata(inst).get("extraMetadata") or {}).get("schema")
+            if s:
+                return avro_to_arrow(s)
     if config.create_schema:
         return avro_to_arrow(config.create_schema)
     raise PyHudiError(f"{base_path}: table has no schema yet")
@@ -259,7 +266,7 @@ class WriteTransaction:
         try:
             cfg = self.config()
             if timeline.completed_commits():
-                data_schema = table_schema(cfg, timeline, self.base_path)
+                data_schema = table_schema(self.storage, self.base_path, cfg, timeline)
             else:
                 data_schema = avro_to_arrow(cfg.create_schema) if cfg.create_schema else incoming
             if wc.operation != "delete":
@@ -471,6 +478,9 @@ class WriteTransaction:
             with job.timed("metadata_compaction"), self.lock.held():
                 tl = self.timeline()
                 writer.maybe_compact(tl, mdt_max_delta_commits(self.options), self.gen.next(floor=tl.latest_time()))
+        if auto_archive_enabled(self.options):
+            with job.timed("archive"), self.lock.held():
+                archive(self.storage, self.base_path, self.config(), self.options)
 
     def clean(self, retained: int) -> Instant | None:
         """Clean with KEEP_LATEST_COMMITS (the metadata table records the deletions first); the caller holds the

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import posixpath
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
@@ -99,8 +100,12 @@ def commit(
     complete: bool = True,
     with_markers: bool = True,
     replaced: dict[str, list[str]] | None = None,
+    before_complete: Callable[[str, dict[str, object]], None] | None = None,
 ) -> str:
-    """One commit writing ``files`` = {partition: [(fileId, rows)]}. Returns its instant time."""
+    """One commit writing ``files`` = {partition: [(fileId, rows)]}. Returns its instant time.
+
+    ``before_complete(instant, commit metadata)`` runs between writing the files and completing the instant
+    (e.g. the metadata table's deltacommit)."""
     tl = ActiveTimeline.load(LOCAL, base)
     action = "replacecommit" if replaced else COMMIT
     t = clock()
@@ -142,6 +147,8 @@ def commit(
     if replaced:
         meta["partitionToReplaceFileIds"] = replaced
         schema = "HoodieReplaceCommitMetadata"
+    if before_complete is not None:
+        before_complete(t, meta)
     tl.complete(infl, meta, clock(), schema=schema)
     markers.delete_markers(LOCAL, base, t)
     return t
