@@ -49,6 +49,7 @@ from pyhudi.config import KEYGENERATOR_CLASS as KEYGEN_CLASS
 from pyhudi.config import KEYGENERATOR_TYPE as KEYGEN_TYPE
 from pyhudi.config import URL_ENCODE_PARTITIONING as URL_ENCODE
 from pyhudi.errors import ConfigError, InvalidInputError
+from pyhudi.table.partition_path import check_partition_part, check_partition_path_lengths
 from pyhudi.table.properties import KEYGENERATOR_CLASS as TABLE_KEYGEN_CLASS
 from pyhudi.table.properties import KEYGENERATOR_TYPE as TABLE_KEYGEN_TYPE
 from pyhudi.table.properties import PARTITION_FIELDS as TABLE_PARTITION_FIELDS
@@ -226,23 +227,31 @@ class KeyGenerator:
         return _as_string_array(pc.binary_join_element_wise(*parts, ","), len(batch))
 
     def partition_paths(self, batch: Batch) -> pa.StringArray:
-        """``_hoodie_partition_path`` of each row ("" for non-partitioned tables)."""
+        """``_hoodie_partition_path`` of each row ("" for non-partitioned tables).
+
+        Raises InvalidInputError for a value that makes an unsafe partition path (outside the table, an empty,
+        ``.``/``..`` or ``.hoodie`` segment, a backslash or control character, too long: see
+        :mod:`pyhudi.table.partition_path`), naming the column, the value and the option that makes it legal.
+        """
         n = len(batch)
         if not self.partition_fields:
             return pa.array([""] * n, pa.string()) if n else pa.array([], pa.string())
         parts = []
         for f in self.partition_fields:
-            values = _column_strings(batch, f, "partition path")
-            missing = _null_or_empty(values)
-            if self.url_encode_partition_path:
-                values = escape_path_names(values)
+            raw = _column_strings(batch, f, "partition path")
+            missing = _null_or_empty(raw)
+            values = escape_path_names(raw) if self.url_encode_partition_path else raw
             values = pc.if_else(missing, pa.scalar(DEFAULT_PARTITION_PATH), values)
             if self.hive_style_partitioning:
                 values = pc.binary_join_element_wise(pa.scalar(f + "="), values, "")
+            values = _as_string_array(values, n)
+            check_partition_part(
+                values, raw, f, hive_style=self.hive_style_partitioning, url_encode=self.url_encode_partition_path
+            )
             parts.append(values)
-        if len(parts) == 1:
-            return _as_string_array(parts[0], n)
-        return _as_string_array(pc.binary_join_element_wise(*parts, "/"), n)
+        paths = parts[0] if len(parts) == 1 else _as_string_array(pc.binary_join_element_wise(*parts, "/"), n)
+        check_partition_path_lengths(paths, self.partition_fields)
+        return paths
 
     def key_columns(self) -> tuple[str, ...]:
         """Every column the generator reads."""
