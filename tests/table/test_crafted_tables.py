@@ -231,3 +231,33 @@ def test_metadata_partition_names_leading_out_are_refused(lay: Layout) -> None:
         with pytest.raises(ConfigError, match=r"hoodie\.properties names the metadata partition"):
             writer.drop_partition(bad)
     assert snapshot(lay.root) == before
+
+
+# -- who holds a rooted storage ---------------------------------------------------------------------------------
+def test_tables_and_their_parts_hold_rooted_storages(lay: Layout) -> None:
+    """Whatever storage the caller hands in, the table code works through one rooted at the table, and the root
+    travels with it into Spark tasks (cloudpickle, as Spark ships closures)."""
+    from pyspark import cloudpickle
+
+    from pyhudi.metadata.writer import MetadataWriter
+    from pyhudi.table.fsview import StorageListing
+
+    table = Table.open(lay.base)
+    assert LOCAL.root is None
+    assert table.storage.root == lay.base
+    assert Table(LOCAL, lay.base, table.config).storage.root == lay.base
+    assert ActiveTimeline.load(LOCAL, lay.base).storage.root == lay.base
+    assert StorageListing(LOCAL, lay.base).storage.root == lay.base
+    assert MetadataWriter(LOCAL, lay.base, table.config).storage.root == lay.base
+    mdt = os.path.join(lay.base, ".hoodie", "metadata")
+    mdt_timeline_storage = ActiveTimeline.load(table.storage, mdt, table.config)  # narrowed to the metadata table
+    assert mdt_timeline_storage.storage.root == mdt
+
+    def task() -> str | None:
+        return table.storage.root
+
+    assert cloudpickle.loads(cloudpickle.dumps(task))() == lay.base
+    shipped = cloudpickle.loads(cloudpickle.dumps(table.storage))
+    with pytest.raises(UnsafePathError):
+        shipped.write_bytes(str(lay.victim / "x"), b"x")
+    assert not (lay.victim / "x").exists()
