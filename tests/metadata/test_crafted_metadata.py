@@ -106,7 +106,7 @@ def test_reads_never_open_outside_even_unchecked(lay: MdtLayout, monkeypatch: py
     assert os.path.exists(log)
 
 
-def test_commit_metadata_paths_leading_out_are_refused(lay: MdtLayout) -> None:
+def test_commit_metadata_paths_leading_out_are_refused(lay: MdtLayout, monkeypatch: pytest.MonkeyPatch) -> None:
     """The record-index catch-up reads the files a commit's write stats name: a ``../`` path is refused."""
     tl = ActiveTimeline.load(LOCAL, lay.base)
     t = lay.clock()
@@ -121,6 +121,19 @@ def test_commit_metadata_paths_leading_out_are_refused(lay: MdtLayout) -> None:
     with pytest.raises(CorruptFileError, match=rf"{t}_\d+\.commit: write stat file '.*victim.*' does not lie in its "
                                                r"partition 'region=eu'"):
         commit_key_changes(Table.open(lay.base), tl.reload(), done)
+    # reads and validation list files through the metadata table, not through write stats: they work, and open
+    # nothing outside the table
+    opened: list[str] = []
+    real_open = LOCAL.__class__.open_input
+
+    def spy(self, path):  # type: ignore[no-untyped-def]
+        opened.append(path)
+        return real_open(self, path)
+
+    monkeypatch.setattr(LOCAL.__class__, "open_input", spy)
+    assert Table.open(lay.base).to_arrow().column("id").to_pylist() == ["k1"]
+    assert validate_table(Table.open(lay.base)).ok
+    assert opened and all(os.path.realpath(p).startswith(lay.base + "/") for p in opened), opened
     assert snapshot(lay.root) == before
 
 
