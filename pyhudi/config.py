@@ -98,8 +98,9 @@ HIVE_STYLE_PARTITIONING = Option(
     "Partition folders named `field=value` instead of `value`.", section=_W)
 URL_ENCODE_PARTITIONING = Option(
     "hoodie.datasource.write.partitionpath.urlencode", "false",
-    "Escape partition values as Hive does (`%XX` for `/`, `:`, `%`, ...), so any value makes one safe folder "
-    "name.", section=_W)
+    "Escape partition values as Hive does (`%XX` for `/`, `\\`, `:`, `%`, control characters, ...), so a value "
+    "holding separators makes one folder name. A table property, set when the table is created. `.` and `..` are "
+    "not escaped: such values stay refused (pyhudi.table.partition_path lists the rules).", section=_W)
 RECORD_MERGE_MODE = Option(
     "hoodie.record.merge.mode", None,
     "How records with the same key merge: EVENT_TIME_ORDERING (the greater ordering value wins; default when "

@@ -49,3 +49,16 @@ class ConcurrentWriteConflict(PyHudiError):
             f"{base_path}: write {instant} conflicts with {other}, committed meanwhile, on file group(s) {shown}"
             f"{more}; {instant} was rolled back: retry the write"
         )
+
+
+class UnsafePathError(StorageError):
+    """A path pyhudi was about to write, move, delete or read lies outside the table it works on (a ``..``
+    segment, an absolute path, a symbolic link leading out, ...). Nothing was done with it."""
+
+    path: str | None = None
+    root: str | None = None
+
+    def __init__(self, path: str, root: str, reason: str, operation: str = "use") -> None:
+        self.path = path
+        self.root = root
+        super().__init__(f"refusing to {operation} {path!r}: {reason} (the table's files lie under {root!r})")

@@ -194,7 +194,7 @@ class CountingStorage(Storage):
         return True
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (CountingStorage, (self.counter_dir,))
+        return (CountingStorage, (self.counter_dir,), self._pickled_state())
 
 
 @contextlib.contextmanager

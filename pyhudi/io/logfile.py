@@ -551,10 +551,7 @@ def append_blocks(storage: Storage, path: str, blocks: Sequence[bytes]) -> str:
     """
     data = b"".join(blocks)
     if storage.is_local:
-        parent = posixpath.dirname(path)
-        if parent:
-            storage.makedirs(parent)
-        with storage.fs.open_append_stream(path) as out:
+        with storage.open_append(path) as out:
             out.write(data)
         return path
     target = path

@@ -3,20 +3,31 @@
 A Storage wraps a :mod:`pyarrow.fs` filesystem (local, S3, GCS, HDFS, ...). Paths handed to it are the
 filesystem's own paths (no scheme); :func:`Storage.from_uri` splits a URI into both. Storages pickle, so Spark
 tasks receive them and read and write on the executor, never through the driver.
+
+A storage *rooted* at a table (:meth:`Storage.rooted`; every :class:`~pyhudi.table.table.Table` holds one, and the
+root travels with it into Spark tasks) refuses, with :class:`~pyhudi.errors.UnsafePathError`, any path that does
+not lie under its root, whatever produced the path (a record's partition value, a file name read from commit
+metadata, a marker, a rollback or clean plan, a metadata-table record): a path with a ``..`` segment or a NUL is
+refused outright; any other is normalised (``posixpath.normpath``) and must be the root or start with the root and
+a separator; on the local filesystem it is also resolved through symbolic links (``os.path.realpath``) and must
+still lie under the resolved root, so a link planted in a table cannot lead a write, a delete or a read out of
+it. The root itself may be listed and created, never deleted or moved.
 """
 
 from __future__ import annotations
 
+import copy
 import os
 import posixpath
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from pyhudi.errors import StorageError
+from pyhudi.errors import StorageError, UnsafePathError
 
 
 @dataclass(frozen=True)
@@ -36,6 +47,8 @@ class Storage:
 
     def __init__(self, fs: pafs.FileSystem) -> None:
         self.fs = fs
+        self.root: str | None = None  # set by rooted(): every path must lie under it
+        self._real_root: str | None = None  # the root resolved through symbolic links (local), per process
 
     # -- construction -------------------------------------------------------------------------------
     @staticmethod
@@ -64,12 +77,74 @@ class Storage:
         local filesystem it links a written temporary file into place)."""
         return self.is_local
 
-    def __reduce__(self) -> tuple[type[Storage], tuple[pafs.FileSystem]]:
-        return (Storage, (self.fs,))
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Storage, (self.fs,), self._pickled_state())
+
+    def _pickled_state(self) -> dict[str, Any]:
+        """What a pickled storage carries besides its constructor arguments: the root (never the resolved root,
+        which each process works out for itself)."""
+        return {"root": self.root}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.root = state.get("root")
+        self._real_root = None
+
+    # -- the root -----------------------------------------------------------------------------------
+    def rooted(self, root: str) -> Storage:
+        """A storage over the same filesystem that refuses every path outside ``root`` (see the module doc).
+
+        A storage already rooted can only be narrowed: ``root`` must lie under its root.
+        """
+        norm = _normalise(root)
+        if not norm or "\x00" in norm:
+            raise UnsafePathError(root, self.root or "/", "not a usable table path", "root a storage at")
+        if self.root is not None:
+            self.check_path(norm, "root a storage at")
+        if norm == self.root:
+            return self
+        new = copy.copy(self)
+        new.root = norm
+        new._real_root = None
+        return new
+
+    def check_path(self, path: str, operation: str = "use") -> str:
+        """``path`` if it lies under the root (any path when the storage has none); UnsafePathError otherwise."""
+        root = self.root
+        if root is None:
+            return path
+        if "\x00" in path:
+            raise UnsafePathError(path, root, "it contains a NUL character", operation)
+        if ".." in path.split("/"):
+            raise UnsafePathError(path, root, "it has a '..' segment", operation)
+        norm = _normalise(path)
+        if not _is_under(norm, root):
+            raise UnsafePathError(path, root, "it lies outside the table", operation)
+        if self.is_local:
+            real = os.path.realpath(norm)
+            real_root = self._resolved_root()
+            if not _is_under(real, real_root):
+                raise UnsafePathError(
+                    path, root, f"it resolves through a symbolic link to {real!r}, outside the table", operation
+                )
+        return path
+
+    def _resolved_root(self) -> str:
+        if self._real_root is None:
+            assert self.root is not None
+            self._real_root = os.path.realpath(self.root)
+        return self._real_root
+
+    def _check_changes(self, path: str, operation: str) -> str:
+        """:meth:`check_path` for a delete or a move: the root itself is refused too."""
+        self.check_path(path, operation)
+        if self.root is not None and _normalise(path) == self.root:
+            raise UnsafePathError(path, self.root, "it is the table's own folder", operation)
+        return path
 
     # -- reading ------------------------------------------------------------------------------------
     def open_input(self, path: str) -> pa.NativeFile:
         """A random-access file supporting ranged reads (``read_at``)."""
+        self.check_path(path, "read")
         try:
             return self.fs.open_input_file(path)
         except FileNotFoundError as e:
@@ -82,20 +157,20 @@ class Storage:
             return f.read()
 
     def exists(self, path: str) -> bool:
-        return self.fs.get_file_info(path).type != pafs.FileType.NotFound
+        return self.fs.get_file_info(self.check_path(path, "look up")).type != pafs.FileType.NotFound
 
     def is_dir(self, path: str) -> bool:
-        return self.fs.get_file_info(path).type == pafs.FileType.Directory
+        return self.fs.get_file_info(self.check_path(path, "look up")).type == pafs.FileType.Directory
 
     def status(self, path: str) -> FileStatus:
-        info = self.fs.get_file_info(path)
+        info = self.fs.get_file_info(self.check_path(path, "look up"))
         if info.type == pafs.FileType.NotFound:
             raise StorageError(f"file not found: {path}")
         return _status(info)
 
     def list(self, path: str, recursive: bool = False) -> list[FileStatus]:
         """Entries of directory ``path`` (empty if it does not exist)."""
-        selector = pafs.FileSelector(path, allow_not_found=True, recursive=recursive)
+        selector = pafs.FileSelector(self.check_path(path, "list"), allow_not_found=True, recursive=recursive)
         return [_status(i) for i in self.fs.get_file_info(selector)]
 
     def walk_files(self, path: str) -> Iterator[FileStatus]:
@@ -105,13 +180,22 @@ class Storage:
 
     # -- writing ------------------------------------------------------------------------------------
     def makedirs(self, path: str) -> None:
-        self.fs.create_dir(path, recursive=True)
+        self.fs.create_dir(self.check_path(path, "create"), recursive=True)
 
     def open_output(self, path: str) -> pa.NativeFile:
+        self._check_changes(path, "write")
         parent = posixpath.dirname(path)
         if parent and self.is_local:
             self.makedirs(parent)
         return self.fs.open_output_stream(path)
+
+    def open_append(self, path: str) -> pa.NativeFile:
+        """An output stream appending to ``path`` (created if absent; local filesystems, HDFS)."""
+        self._check_changes(path, "append to")
+        parent = posixpath.dirname(path)
+        if parent and self.is_local:
+            self.makedirs(parent)
+        return self.fs.open_append_stream(path)
 
     def write_bytes(self, path: str, data: bytes, *, overwrite: bool = True) -> None:
         """Write a whole file so that readers see either nothing or all of it.
@@ -119,6 +203,7 @@ class Storage:
         On the local filesystem this writes a temporary sibling and renames it; object stores make a single
         PUT visible atomically.
         """
+        self._check_changes(path, "write")
         if not overwrite and self.exists(path):
             raise StorageError(f"file already exists: {path}")
         if self.is_local:
@@ -140,19 +225,41 @@ class Storage:
             with self.fs.open_output_stream(path) as out:
                 out.write(data)
 
-    def delete(self, path: str, missing_ok: bool = True) -> None:
+    def delete(self, path: str, missing_ok: bool = True, *, dirs: bool = True) -> None:
+        """Delete a file, or a folder and everything in it (``dirs=False``: refuse a folder, for callers that
+        delete files named by a plan)."""
+        self._check_changes(path, "delete")
         info = self.fs.get_file_info(path)
         if info.type == pafs.FileType.NotFound:
             if missing_ok:
                 return
             raise StorageError(f"file not found: {path}")
         if info.type == pafs.FileType.Directory:
+            if not dirs:
+                raise StorageError(f"refusing to delete {path!r}: it is a folder, not a file")
             self.fs.delete_dir(path)
         else:
             self.fs.delete_file(path)
 
     def move(self, src: str, dst: str) -> None:
+        self._check_changes(src, "move")
+        self._check_changes(dst, "move onto")
         self.fs.move(src, dst)
+
+
+def _normalise(path: str) -> str:
+    """``path`` normalised (``.`` segments, repeated and trailing separators gone; ``/`` stays ``/``)."""
+    if not path:
+        return ""
+    return posixpath.normpath(path)
+
+
+def _is_under(path: str, root: str) -> bool:
+    """Is the normalised ``path`` the normalised ``root`` or inside it?"""
+    if path == root:
+        return True
+    prefix = root if root.endswith("/") else root + "/"
+    return path.startswith(prefix)
 
 
 def _status(info: pafs.FileInfo) -> FileStatus:

@@ -70,6 +70,7 @@ from pyhudi.table.properties import (
     read_table_config,
     update_table_config,
 )
+from pyhudi.table.recorded_paths import write_stat_path
 from pyhudi.table.timeline import (
     COMMIT,
     DELTA_COMMIT,
@@ -385,12 +386,13 @@ def commit_key_changes(
     ins_rows: dict[str, tuple[str, str]] = {}
     left: set[str] = set()
     now_in: set[str] = set()
+    source = tl.path_of(inst)
     for part, stats in (meta.get("partitionToWriteStats") or {}).items():
         for st in stats:
             if not st.get("path"):
                 continue
             fid = st["fileId"]
-            new = keys_of(st["path"])
+            new = keys_of(write_stat_path(part, st, source))
             prev = previous(part, fid, inst.requested_time)
             old = keys_of(prev) if prev else set()
             now_in |= new

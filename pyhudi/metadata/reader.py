@@ -29,6 +29,8 @@ from pyhudi.io.storage import Storage
 from pyhudi.metadata.partitions import FILES, INIT_PREFIX, RECORD_INDEX, metadata_base_path
 from pyhudi.metadata.records import (
     ALL_PARTITIONS_KEY,
+    TYPE_FILE_LIST,
+    TYPE_PARTITION_LIST,
     MetadataRecord,
     combine,
     decode_value,
@@ -38,6 +40,7 @@ from pyhudi.metadata.records import (
     record_index_file_group,
 )
 from pyhudi.table.fsview import FileEntry, FileSlice, FileSystemView
+from pyhudi.table.partition_path import check_file_name, check_partition_path, shown
 from pyhudi.table.properties import METAFOLDER, TableConfig, read_table_config
 from pyhudi.table.timeline import INDEXING, RESTORE, ROLLBACK, ActiveTimeline, Timeline
 
@@ -120,8 +123,9 @@ class MetadataTableReader:
         data_timeline: ActiveTimeline | None = None,
         data_config: TableConfig | None = None,
     ) -> None:
-        self.storage = storage
         self.base_path = base_path.rstrip("/")
+        self.storage = storage.rooted(self.base_path)
+        storage = self.storage
         self.mdt_path = metadata_base_path(self.base_path)
         if data_config is None:
             data_config = read_table_config(storage, posixpath.join(self.base_path, METAFOLDER))
@@ -174,6 +178,7 @@ class MetadataTableReader:
                     if v is None:
                         continue
                     rec = decode_value(k, v, schema)
+                    check_files_record(rec, path)
                     merged[rec.key] = rec
         for b in self.valid_blocks(fs):
             if b.block_type == BlockType.HFILE_DATA:
@@ -181,7 +186,9 @@ class MetadataTableReader:
                     ks = k.decode("utf-8")
                     if keys is not None and ks not in keys:
                         continue
-                    merged[ks] = combine(merged.get(ks), decode_value(ks, v, b.schema))
+                    rec = decode_value(ks, v, b.schema)
+                    check_files_record(rec, b.path)
+                    merged[ks] = combine(merged.get(ks), rec)
             elif b.block_type == BlockType.DELETE:
                 for d in b.delete_records():
                     if d.record_key is None or (keys is not None and d.record_key not in keys):
@@ -242,6 +249,19 @@ class MetadataTableReader:
 
     def all_files(self) -> dict[str, dict[str, int]]:
         return {p: self.list_files(p) for p in self.list_partitions()}
+
+
+def check_files_record(rec: MetadataRecord, source: str) -> None:
+    """A ``files``-partition record names only safe partition paths (``__all_partitions__``, the key of a
+    partition's record) and bare file names; CorruptFileError naming ``source`` (the file holding the record)
+    otherwise, so a crafted metadata table cannot make readers or writers reach outside the table."""
+    if rec.type == TYPE_PARTITION_LIST:
+        for p in rec.files:
+            check_partition_path(partition_path(p), source, "metadata partition list entry")
+    elif rec.type == TYPE_FILE_LIST:
+        check_partition_path(partition_path(rec.key), source, "metadata files record key")
+        for name in rec.files:
+            check_file_name(name, source, f"file of partition {shown(partition_path(rec.key))}")
 
 
 def _fg_index(file_id: str) -> int:

@@ -19,6 +19,7 @@ from typing import Any
 from pyhudi import config as C
 from pyhudi import faults
 from pyhudi.config import METADATA_ENABLE, RECORD_INDEX_ENABLE
+from pyhudi.errors import ConfigError
 from pyhudi.hfile import HFileWriter
 from pyhudi.io import bloom
 from pyhudi.io.compression import CODEC_GZ
@@ -45,6 +46,7 @@ from pyhudi.metadata.records import (
 from pyhudi.table import filenames
 from pyhudi.table.commit_metadata import commit_metadata, log_write_stat, write_stat
 from pyhudi.table.fsview import FileSystemView
+from pyhudi.table.partition_path import partition_path_problem, shown
 from pyhudi.table.properties import (
     METADATA_PARTITIONS,
     METADATA_PARTITIONS_INFLIGHT,
@@ -110,8 +112,8 @@ class MetadataWriter:
     """Applies data-table changes to the metadata table of the table at ``base_path``."""
 
     def __init__(self, storage: Storage, base_path: str, data_config: TableConfig) -> None:
-        self.storage = storage
         self.base_path = base_path.rstrip("/")
+        self.storage = storage.rooted(self.base_path)
         self.mdt_path = metadata_base_path(self.base_path)
         self.data_config = data_config
 
@@ -135,7 +137,14 @@ class MetadataWriter:
             self.storage.delete(self.mdt_path)
 
     def drop_partition(self, partition: str) -> None:
-        """Remove a metadata partition this writer does not maintain (after it left the table config)."""
+        """Remove a metadata partition this writer does not maintain (after it left the table config).
+
+        The name comes from ``hoodie.properties``: anything but a plain folder name is refused."""
+        if "/" in partition or partition_path_problem(partition) is not None:
+            raise ConfigError(
+                f"{METADATA_PARTITIONS} in {posixpath.join(self.base_path, METAFOLDER, 'hoodie.properties')} names "
+                f"the metadata partition {shown(partition)}, which is not a folder name of the metadata table"
+            )
         path = posixpath.join(self.mdt_path, partition)
         if self.storage.exists(path):
             self.storage.delete(path)

@@ -38,10 +38,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from pyhudi import faults
-from pyhudi.errors import PyHudiError
+from pyhudi.errors import PyHudiError, UnsafePathError
 from pyhudi.io.storage import Storage
 from pyhudi.services.rollback import TimeSource, next_time
 from pyhudi.table.fsview import FileSystemView, StorageListing
+from pyhudi.table.recorded_paths import clean_targets
 from pyhudi.table.timeline import (
     CLEAN,
     CLUSTERING,
@@ -98,6 +99,7 @@ def plan_clean(
     storage: Storage, base_path: str, timeline: ActiveTimeline, retained: int = DEFAULT_COMMITS_RETAINED
 ) -> dict[str, Any] | None:
     """The HoodieCleanerPlan for the table now, or None when there is nothing to delete."""
+    storage = storage.rooted(base_path)
     earliest = earliest_commit_to_retain(timeline, retained)
     if earliest is None:
         return None
@@ -154,6 +156,9 @@ def _run(
     on_delete: OnDelete | None = None,
 ) -> Instant:
     start = time.monotonic()
+    storage = storage.rooted(base_path)
+    # every name the plan gives is checked before anything changes (a crafted plan is refused whole)
+    targets = clean_targets(plan, timeline.path_of(Instant(instant.requested_time, CLEAN, State.REQUESTED)))
     inflight = instant
     if instant.state == State.REQUESTED:
         candidate = Instant(instant.requested_time, CLEAN, State.INFLIGHT)
@@ -164,32 +169,24 @@ def _run(
     faults.at("clean.inflight")
     if on_delete is not None:
         # e.g. the metadata table records the deletions (same instant) before the files go
-        on_delete(
-            instant.requested_time,
-            {
-                part: [posixpath.basename(str(i.get("filePath"))) for i in infos if i.get("filePath")]
-                for part, infos in (plan.get("filePathsToBeDeletedPerPartition") or {}).items()
-            },
-        )
+        on_delete(instant.requested_time, {part: list(names) for part, names in targets.items()})
 
     partition_meta: dict[str, dict[str, Any]] = {}
     total = 0
-    for partition, infos in (plan.get("filePathsToBeDeletedPerPartition") or {}).items():
+    for partition, names in targets.items():
         patterns: list[str] = []
         ok: list[str] = []
         bad: list[str] = []
-        for info in infos:
-            recorded = info.get("filePath")
-            if not recorded:
-                continue
-            name = posixpath.basename(str(recorded))
+        for name in names:
             path = (
                 posixpath.join(base_path, partition, name) if partition else posixpath.join(base_path, name)
             )
             patterns.append(name)
             try:
                 existed = storage.exists(path)
-                storage.delete(path, missing_ok=True)
+                storage.delete(path, missing_ok=True, dirs=False)
+            except UnsafePathError:
+                raise
             except (OSError, PyHudiError):
                 existed = False
             (ok if existed else bad).append(name)

@@ -34,13 +34,14 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, overload
 
 from pyhudi import faults
-from pyhudi.errors import CorruptFileError, PyHudiError
+from pyhudi.errors import CorruptFileError, PyHudiError, UnsafePathError
 from pyhudi.io.storage import Storage
 from pyhudi.metadata.partitions import METADATA_FOLDER, metadata_base_path
 from pyhudi.table import markers
 from pyhudi.table.filenames import parse_data_file_name
 from pyhudi.table.fsview import StorageListing
 from pyhudi.table.properties import METAFOLDER
+from pyhudi.table.recorded_paths import rollback_targets
 from pyhudi.table.timeline import (
     COMMIT,
     DELTA_COMMIT,
@@ -97,6 +98,7 @@ def _request(partition: str, path: str) -> dict[str, Any]:
 
 def plan_rollback(storage: Storage, base_path: str, instant_time: str, action: str) -> dict[str, Any]:
     """The HoodieRollbackPlan of a pending instant: from its markers, else from a listing of all partitions."""
+    storage = storage.rooted(base_path)
     requests: list[dict[str, Any]] = []
     marked = markers.list_marked_files(storage, base_path, instant_time)
     if marked:
@@ -174,10 +176,13 @@ def _execute(
     time_source: TimeSource,
 ) -> RollbackResult:
     start = time.monotonic()
+    storage = storage.rooted(base_path)
     target = plan.get("instantToRollback")
     if not target:
         raise CorruptFileError(timeline.path_of(rollback_instant), "rollback plan has no instantToRollback")
     t, action = str(target["commitTime"]), str(target["action"])
+    # every name the plan gives is checked before anything changes (a crafted plan is refused whole)
+    targets = rollback_targets(plan, timeline.path_of(Instant(rollback_instant.requested_time, ROLLBACK, State.REQUESTED)))
 
     inflight = rollback_instant
     if rollback_instant.state == State.REQUESTED:
@@ -196,13 +201,14 @@ def _execute(
     per_partition: dict[str, tuple[list[str], list[str]]] = {}
     deleted: list[str] = []
     failed: list[str] = []
-    for req in plan.get("RollbackRequests") or []:
-        partition = str(req.get("partitionPath") or "")
+    for partition, names in targets:
         ok, bad = per_partition.setdefault(partition, ([], []))
-        for recorded in req.get("filesToBeDeleted") or []:
-            path = _local_path(base_path, partition, str(recorded))
+        for name in names:
+            path = _local_path(base_path, partition, name)
             try:
-                storage.delete(path, missing_ok=True)
+                storage.delete(path, missing_ok=True, dirs=False)
+            except UnsafePathError:
+                raise
             except (OSError, PyHudiError):
                 bad.append(path)
                 failed.append(path)
@@ -350,6 +356,7 @@ def delete_orphan_markers(storage: Storage, base_path: str, timeline: ActiveTime
     """Delete marker directories of instants that are not pending any more (completed, or gone from the
     timeline after a rollback that crashed before its last step). Only safe with a single writer (EAGER
     policy), where no other write can be between creating markers and its requested instant."""
+    storage = storage.rooted(base_path)
     pending = {i.requested_time for i in timeline.pending()}
     removed = []
     for st in storage.list(posixpath.join(base_path, ".hoodie", markers.TEMP_FOLDER)):

@@ -281,12 +281,13 @@ def atomic_output(storage: Storage, path: str) -> Iterator[Any]:
     Local storage: a hidden temporary sibling renamed into place. Object stores: the upload completes (and
     becomes visible) on close; on error it is aborted where the filesystem allows.
     """
+    storage.check_path(path, "write")
     if storage.is_local:
         parent = posixpath.dirname(path)
         storage.makedirs(parent)
         tmp = posixpath.join(parent, f".{posixpath.basename(path)}.{uuid.uuid4().hex}.tmp")
         try:
-            with storage.fs.open_output_stream(tmp) as out:
+            with storage.open_output(tmp) as out:
                 yield out
             storage.move(tmp, path)
         except BaseException:
@@ -415,6 +416,7 @@ def read_base_file(
 ) -> pa.Table:
     """Read a base file (all columns, or ``columns``), optionally only the rows whose record key is in
     ``filter_keys`` (row groups are pruned by their key statistics)."""
+    storage.check_path(path, "read")
     try:
         dataset = pads.dataset(path, filesystem=storage.fs, format="parquet")
         flt = None

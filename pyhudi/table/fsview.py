@@ -35,6 +35,7 @@ from pyhudi.table.filenames import (
     is_partition_metafile,
     parse_data_file_name,
 )
+from pyhudi.table.partition_path import check_partition_path
 from pyhudi.table.properties import METAFOLDER, TableConfig, read_table_config
 from pyhudi.table.timeline import REPLACE_COMMIT, ActiveTimeline, Timeline
 
@@ -58,8 +59,8 @@ class StorageListing:
     """Lists a table's partitions (folders holding a partition metafile, nested allowed) from storage."""
 
     def __init__(self, storage: Storage, base_path: str) -> None:
-        self.storage = storage
         self.base_path = base_path.rstrip("/") or "/"
+        self.storage = storage.rooted(self.base_path)
 
     def list_partition_files(self) -> dict[str, list[FileEntry]]:
         by_dir: dict[str, list[FileEntry]] = defaultdict(list)
@@ -280,6 +281,7 @@ class FileSystemView:
         listing: FileListing | None = None,
     ) -> FileSystemView:
         """The view of the table at ``base_path``, listing storage unless ``listing`` is given."""
+        storage = storage.rooted(base_path)
         if config is None:
             config = read_table_config(storage, posixpath.join(base_path, METAFOLDER))
         if timeline is None:
@@ -338,6 +340,8 @@ class FileSystemView:
         replaced_sets = {p: frozenset(ids) for p, ids in (replaced or {}).items()}
         groups: dict[str, list[FileGroup]] = {}
         for partition, entries in partition_files.items():
+            # the listing may come from a metadata table someone else wrote: a partition leading out is refused
+            check_partition_path(partition, "the table's file listing", "partition")
             bases: dict[str, list[BaseFile]] = defaultdict(list)
             logs: dict[str, list[LogFile]] = defaultdict(list)
             skip = replaced_sets.get(partition, frozenset())

@@ -49,6 +49,12 @@ from pyhudi.config import KEYGENERATOR_CLASS as KEYGEN_CLASS
 from pyhudi.config import KEYGENERATOR_TYPE as KEYGEN_TYPE
 from pyhudi.config import URL_ENCODE_PARTITIONING as URL_ENCODE
 from pyhudi.errors import ConfigError, InvalidInputError
+from pyhudi.table.partition_path import (
+    DEFAULT_PARTITION_PATH,
+    check_partition_part,
+    check_partition_path_lengths,
+    escape_path_names,
+)
 from pyhudi.table.properties import KEYGENERATOR_CLASS as TABLE_KEYGEN_CLASS
 from pyhudi.table.properties import KEYGENERATOR_TYPE as TABLE_KEYGEN_TYPE
 from pyhudi.table.properties import PARTITION_FIELDS as TABLE_PARTITION_FIELDS
@@ -58,7 +64,6 @@ SIMPLE = "SIMPLE"
 COMPLEX = "COMPLEX"
 NON_PARTITION = "NON_PARTITION"
 
-DEFAULT_PARTITION_PATH = "__HIVE_DEFAULT_PARTITION__"
 NULL_PLACEHOLDER = "__null__"
 EMPTY_PLACEHOLDER = "__empty__"
 
@@ -80,28 +85,6 @@ _CLASS_TYPES = {
     "org.apache.hudi.keygen.NonpartitionedAvroKeyGenerator": NON_PARTITION,
 }
 
-# Hive's FileUtils.escapePathName escapes these (all < 128).
-_ESCAPED = frozenset(
-    [
-        *(chr(c) for c in range(0x20)),
-        '"',
-        "#",
-        "%",
-        "'",
-        "*",
-        "/",
-        ":",
-        "=",
-        "?",
-        "\\",
-        "\x7f",
-        "{",
-        "[",
-        "]",
-        "^",
-    ]
-)
-_ESCAPE_REGEX = "[\\x00-\\x1f\"#%'*/:=?\\\\\\x7f{\\[\\]^]"
 
 Batch: TypeAlias = pa.RecordBatch | pa.Table
 
@@ -226,23 +209,31 @@ class KeyGenerator:
         return _as_string_array(pc.binary_join_element_wise(*parts, ","), len(batch))
 
     def partition_paths(self, batch: Batch) -> pa.StringArray:
-        """``_hoodie_partition_path`` of each row ("" for non-partitioned tables)."""
+        """``_hoodie_partition_path`` of each row ("" for non-partitioned tables).
+
+        Raises InvalidInputError for a value that makes an unsafe partition path (outside the table, an empty,
+        ``.``/``..`` or ``.hoodie`` segment, a backslash or control character, too long: see
+        :mod:`pyhudi.table.partition_path`), naming the column, the value and the option that makes it legal.
+        """
         n = len(batch)
         if not self.partition_fields:
             return pa.array([""] * n, pa.string()) if n else pa.array([], pa.string())
         parts = []
         for f in self.partition_fields:
-            values = _column_strings(batch, f, "partition path")
-            missing = _null_or_empty(values)
-            if self.url_encode_partition_path:
-                values = escape_path_names(values)
+            raw = _column_strings(batch, f, "partition path")
+            missing = _null_or_empty(raw)
+            values = escape_path_names(raw) if self.url_encode_partition_path else raw
             values = pc.if_else(missing, pa.scalar(DEFAULT_PARTITION_PATH), values)
             if self.hive_style_partitioning:
                 values = pc.binary_join_element_wise(pa.scalar(f + "="), values, "")
+            values = _as_string_array(values, n)
+            check_partition_part(
+                values, raw, f, hive_style=self.hive_style_partitioning, url_encode=self.url_encode_partition_path
+            )
             parts.append(values)
-        if len(parts) == 1:
-            return _as_string_array(parts[0], n)
-        return _as_string_array(pc.binary_join_element_wise(*parts, "/"), n)
+        paths = parts[0] if len(parts) == 1 else _as_string_array(pc.binary_join_element_wise(*parts, "/"), n)
+        check_partition_path_lengths(paths, self.partition_fields)
+        return paths
 
     def key_columns(self) -> tuple[str, ...]:
         """Every column the generator reads."""
@@ -358,22 +349,3 @@ def java_float_str(v: float, single: bool = False) -> str:
         return f"{sign}{int_part}.{frac}"
     mantissa = digits[0] + "." + (digits[1:] or "0")
     return f"{sign}{mantissa}E{exp10}"
-
-
-def escape_path_name(value: str) -> str:
-    """Hive/Hudi ``escapePathName`` of one value (no default-partition substitution)."""
-    return "".join(f"%{ord(c):02X}" if c in _ESCAPED else c for c in value)
-
-
-def escape_path_names(values: pa.Array) -> pa.Array:
-    """Vectorised ``escapePathName``: only rows that need escaping go through Python."""
-    if len(values) == 0:
-        return values
-    needs = pc.fill_null(pc.match_substring_regex(values, _ESCAPE_REGEX), False)
-    if not pc.any(needs).as_py():
-        return values
-    idx = np.flatnonzero(np.asarray(needs.to_numpy(zero_copy_only=False), dtype=bool))
-    py = values.to_pylist()
-    for i in idx:
-        py[i] = escape_path_name(py[i])
-    return pa.array(py, pa.string())

@@ -23,8 +23,9 @@ import enum
 import posixpath
 import re
 
-from pyhudi.errors import PyHudiError
+from pyhudi.errors import CorruptFileError, PyHudiError
 from pyhudi.io.storage import Storage
+from pyhudi.table.partition_path import file_name_problem, partition_path_problem, shown
 from pyhudi.table.properties import METAFOLDER
 
 TEMP_FOLDER = ".temp"
@@ -98,7 +99,13 @@ def parse_marker_name(relative: str) -> tuple[str, str, IOType] | None:
 
 
 def list_marked_files(storage: Storage, base_path: str, instant_time: str) -> list[tuple[str, str, IOType]]:
-    """Every ``(partition, data file name, IOType)`` marked for ``instant_time``, sorted (empty if none)."""
+    """Every ``(partition, data file name, IOType)`` marked for ``instant_time``, sorted (empty if none).
+
+    Rollback deletes the files markers name: a marker whose partition or file name would lead outside the table
+    (possible in a timeline-server ``MARKERS<n>`` list, a text file) is refused with CorruptFileError naming
+    the marker file.
+    """
+    storage = storage.rooted(base_path)
     root = marker_dir(base_path, instant_time)
     found: set[tuple[str, str, IOType]] = set()
     prefix = root.rstrip("/") + "/"
@@ -106,14 +113,29 @@ def list_marked_files(storage: Storage, base_path: str, instant_time: str) -> li
         rel = st.path[len(prefix) :] if st.path.startswith(prefix) else st.name
         parsed = parse_marker_name(rel)
         if parsed is not None:
-            found.add(parsed)
+            found.add(_checked_marker(parsed, rel, st.path))
         elif "/" not in rel and _TIMELINE_SERVER_MARKERS_RE.match(rel):
             text = storage.read_bytes(st.path).decode("utf-8", "replace")
             for line in text.splitlines():
                 p = parse_marker_name(line.strip())
                 if p is not None:
-                    found.add(p)
+                    found.add(_checked_marker(p, line.strip(), st.path))
     return sorted(found, key=lambda m: (m[0], m[1], m[2].value))
+
+
+def _checked_marker(
+    marker: tuple[str, str, IOType], name: str, source: str
+) -> tuple[str, str, IOType]:
+    partition, file_name, _ = marker
+    if name.startswith("/"):
+        raise CorruptFileError(source, f"marker {shown(name)} is an absolute path")
+    problem = partition_path_problem(partition, strict=False)
+    if problem is not None:
+        raise CorruptFileError(source, f"marker {shown(name)} names the partition {shown(partition)} that {problem}")
+    problem = file_name_problem(file_name)
+    if problem is not None:
+        raise CorruptFileError(source, f"marker {shown(name)} names the file {shown(file_name)} that {problem}")
+    return marker
 
 
 def markers_exist(storage: Storage, base_path: str, instant_time: str) -> bool:
@@ -122,4 +144,5 @@ def markers_exist(storage: Storage, base_path: str, instant_time: str) -> bool:
 
 def delete_markers(storage: Storage, base_path: str, instant_time: str) -> None:
     """Delete the marker directory of ``instant_time`` (no-op if absent)."""
+    storage = storage.rooted(base_path)
     storage.delete(marker_dir(base_path, instant_time), missing_ok=True)

@@ -439,7 +439,17 @@ class TableConfig(Mapping[str, str]):
 
     @property
     def timeline_path(self) -> str:
-        return self._require(TIMELINE_PATH)
+        """``hoodie.timeline.path``: a folder inside ``.hoodie`` (a value leading elsewhere is refused)."""
+        from pyhudi.table.partition_path import partition_path_problem
+
+        value = self._require(TIMELINE_PATH)
+        problem = partition_path_problem(value)
+        if problem is not None:
+            raise ConfigError(
+                f"{TIMELINE_PATH}={value!r} in hoodie.properties {problem}: the timeline must be a folder inside "
+                f"{METAFOLDER}"
+            )
+        return value
 
     @property
     def timeline_history_path(self) -> str:

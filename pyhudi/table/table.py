@@ -66,8 +66,9 @@ class Table:
     """An Apache Hudi table at ``base_path`` (table version 9)."""
 
     def __init__(self, storage: Storage, base_path: str, config: TableConfig) -> None:
-        self.storage = storage
-        self.base_path = base_path.rstrip("/")
+        self.base_path = base_path.rstrip("/") or "/"
+        # every path the table writes, moves, deletes or reads must lie under its base path (also in Spark tasks)
+        self.storage = storage.rooted(self.base_path)
         self.config = config
 
     # -- opening and creating -----------------------------------------------------------------------
@@ -84,6 +85,7 @@ class Table:
         storage, path = Storage.from_uri(uri)
         if not cls.exists(uri):
             raise PyHudiError(f"no Hudi table at {uri} (missing {METAFOLDER}/hoodie.properties)")
+        storage = storage.rooted(path)
         return cls(storage, path, read_table_config(storage, posixpath.join(path, METAFOLDER)))
 
     @classmethod
@@ -95,6 +97,7 @@ class Table:
         if ttype != "COPY_ON_WRITE":
             raise ConfigError(f"option {C.TABLE_TYPE}: only COPY_ON_WRITE tables can be written, not {ttype!r}")
         storage, path = Storage.from_uri(uri)
+        storage = storage.rooted(path)
         cfg = TableConfig.create(
             name,
             table_type="COPY_ON_WRITE",

@@ -307,6 +307,7 @@ class ActiveTimeline(Timeline):
 
     @classmethod
     def load(cls, storage: Storage, base_path: str, config: TableConfig | None = None) -> ActiveTimeline:
+        storage = storage.rooted(base_path)  # the timeline's writes and deletes stay inside the table
         if config is None:
             config = read_table_config(storage, posixpath.join(base_path, METAFOLDER))
         if config.timeline_layout_version != 2:

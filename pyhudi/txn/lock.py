@@ -103,7 +103,11 @@ class InProcessLockProvider(LockProvider):
 class FileSystemBasedLockProvider(LockProvider):
     def __init__(self, storage: Storage, base_path: str, options: Mapping[str, Any]) -> None:
         super().__init__(storage, base_path, options)
-        folder = C.LOCK_FILESYSTEM_PATH.get(options) or posixpath.join(base_path, METAFOLDER)
+        folder = C.LOCK_FILESYSTEM_PATH.get(options)
+        if folder:  # a folder the user configured, maybe outside the table: not bound to the table's root
+            self.storage = Storage(storage.fs)
+        else:
+            folder = posixpath.join(base_path, METAFOLDER)
         self.path = posixpath.join(folder, LOCK_FILE)
         self.expire_s = C.int_option(options, C.LOCK_FILESYSTEM_EXPIRE) * 60
         atomic = {s.strip().lower() for s in str(C.FS_ATOMIC_CREATION_SUPPORT.get(options) or "").split(",")}

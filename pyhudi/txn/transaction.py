@@ -2,12 +2,13 @@
 
 1. **Begin** (under the table lock with optimistic concurrency): failed writes are dealt with as the
    failed-writes policy says (EAGER: rolled back now, and in single-writer mode a *live* writer's instant makes
-   this write fail at once instead; LAZY: the cleaner rolls them back after the commit), then an instant time is
-   reserved: later than every time on the timeline and every heartbeat, and created as this write's heartbeat
-   file only if absent, so that two writers never share one.
-2. **Start**, once the producer has validated its input and planned the write (so bad input leaves no trace): the
-   metadata table is brought in line with the options (created, partitions dropped, the record index built
-   inline when asked for), then ``<t>.<action>.requested`` and the inflight instant are written.
+   this write fail at once instead; LAZY: the cleaner rolls them back after the commit). The timeline read here
+   is the one the write is based on.
+2. **Start**, once the producer has validated its input and planned the write (so bad input leaves no trace),
+   under the lock: an instant time is reserved (later than every time on the timeline and every heartbeat, and
+   created as this write's heartbeat file only if absent, so two writers never share one), the metadata table is
+   brought in line with the options (created, partitions dropped, the record index built inline when asked
+   for), then ``<t>.<action>.requested`` and the inflight instant are written.
 3. The producer writes the data files (Spark tasks; markers first) and returns its write stats.
 4. **Commit** (under the lock): this write's heartbeat must still be its own; the timeline is reloaded and the
    write checked against what completed since it began (optimistic concurrency: the file groups both touched,
@@ -277,7 +278,7 @@ class WriteTransaction:
                 base_path=self.base_path,
                 table_name=cfg.table_name,
                 config=wc,
-                instant=self.instant or "",
+                instant="",  # reserved when the write starts
                 timeline=timeline,
                 view=table_view(self.storage, self.base_path, cfg, timeline),
                 data_schema=data_schema,
@@ -319,8 +320,8 @@ class WriteTransaction:
 
     # -- 1. begin ----------------------------------------------------------------------------------------------
     def begin(self) -> ActiveTimeline | None:
-        """Deal with failed writes and reserve this write's instant time; returns the timeline the write is
-        based on (None: the streaming batch was committed before, nothing to do)."""
+        """Deal with failed writes; returns the timeline the write is based on (None: the streaming batch was
+        committed before, nothing to do)."""
         with self.lock.held():
             tl = self.timeline()
             if self.concurrency.failed_writes == EAGER:
@@ -328,9 +329,6 @@ class WriteTransaction:
                 tl = tl.reload()
             if self._batch_committed(tl):
                 return None
-            self._reserve(tl)
-        assert self.heartbeat is not None
-        self.heartbeat.start()
         self.begun = tl
         return tl
 
@@ -378,10 +376,14 @@ class WriteTransaction:
     def start(self, producer: WriteProducer) -> None:
         """The input is validated and the write planned: prepare the metadata table, then put the instant on the
         timeline (requested, inflight). Data files come after this."""
-        assert self.instant is not None and self.begun is not None
+        assert self.begun is not None
         faults.at("before_start", self.fault_spec)
         tl = self.begun
         with self.lock.held():
+            self._reserve(tl.reload())
+            assert self.heartbeat is not None and self.instant is not None
+            self.heartbeat.start()
+            producer.job.instant = self.instant
             writer = MetadataWriter(self.storage, self.base_path, self.config())
             if writer.reconcile(self.options, tl) is not None:
                 self.metadata_writer = writer

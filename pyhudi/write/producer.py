@@ -28,6 +28,7 @@ from pyhudi.spark.partitioning import ROUTE_COL
 from pyhudi.table.commit_metadata import commit_metadata, write_stat
 from pyhudi.table.filenames import make_file_id, new_file_id_prefix
 from pyhudi.table.keygen import KeyGenerator
+from pyhudi.table.partition_path import check_partition_path
 from pyhudi.table.schema import (
     IS_DELETED_COL,
     META_COLUMNS,
@@ -159,6 +160,8 @@ class WriteProducer:
                     cached.release(prepared)  # the tagged records are cached now
             with job.timed("plan"):
                 buckets = self.plan(counts)
+                for b in buckets:  # partitions also come from the index and the view, not only the key generator
+                    check_partition_path(b.partition, f"the plan of the write to {job.base_path}", "partition")
             if before_write is not None:
                 before_write()
             with job.timed("write"):

@@ -80,7 +80,8 @@ def test_lock_waits_for_release(tmp_path: Path) -> None:
 
 
 def test_lock_path_option(tmp_path: Path) -> None:
-    p = FileSystemBasedLockProvider(LOCAL, str(tmp_path / "t"), {C.LOCK_FILESYSTEM_PATH: str(tmp_path / "locks")})
+    rooted = LOCAL.rooted(str(tmp_path / "t"))  # a table's storage: the configured folder lies outside it
+    p = FileSystemBasedLockProvider(rooted, str(tmp_path / "t"), {C.LOCK_FILESYSTEM_PATH: str(tmp_path / "locks")})
     with p.held():
         assert (tmp_path / "locks" / "lock").exists()
 
