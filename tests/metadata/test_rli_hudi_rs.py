@@ -229,7 +229,13 @@ def test_record_index_with_log_blocks_matches_hudi_rs(spark, tmp_path: Path) -> 
 
     # 3. hudi-rs cannot merge a record-index slice with HFile log blocks
     mdt = metadata_base_path(base)
-    with_logs = [(b, logs) for b, logs in _slices(table) if logs]
+    from pyhudi.io.logfile import BlockType, read_log_blocks
+
+    def has_hfile_block(logs: list[str]) -> bool:  # a slice may hold only a delete block (random keys)
+        return any(blk.block_type == BlockType.HFILE_DATA
+                   for lf in logs for blk in read_log_blocks(table.storage, posixpath.join(mdt, lf), load_content=False))
+
+    with_logs = [(b, logs) for b, logs in _slices(table) if logs and has_hfile_block(logs)]
     assert with_logs
     b, logs = with_logs[0]
     with pytest.raises(Exception, match=LOG_MERGE_ERROR):
