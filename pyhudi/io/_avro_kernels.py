@@ -1,0 +1,183 @@
+"""Compiled inner loops of the Avro datum decoder (numba, cached on disk, GIL released).
+
+An Avro data block holds ``int32 length`` + binary datum per record; every field of a flat record is a varint, a
+fixed-size value or a length-prefixed byte run, chained, so the records are walked once here and the columns come
+out as numpy arrays (fixed-width values, validity, and the positions of variable-length values in the input).
+Malformed input is reported through a negative status and the record number, never by raising.
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+_jit = nb.njit(cache=True, nogil=True)
+
+# field kinds (see pyhudi.io.avro_arrow)
+K_NULL = 0
+K_BOOL = 1
+K_INT = 2
+K_LONG = 3
+K_FLOAT = 4
+K_DOUBLE = 5
+K_BYTES = 6
+K_FIXED = 7
+K_ENUM = 8
+
+# statuses
+OK = 0
+E_TRUNCATED = -1  # a value runs past the record (or the block)
+E_LENGTH = -2  # the record's datum does not end where its length prefix says
+E_BRANCH = -3  # a union branch that the schema does not have
+E_VARINT = -4  # a varint longer than 10 bytes, or an int out of int32 range
+E_NEGATIVE = -5  # a negative length
+
+
+@_jit
+def _varint(buf, p, end):
+    """(zigzag-decoded value, next position); next position < 0 on error."""
+    acc = np.uint64(0)
+    shift = np.uint64(0)
+    while True:
+        if p >= end:
+            return np.int64(0), -1
+        b = np.uint64(buf[p])
+        p += 1
+        acc |= (b & np.uint64(0x7F)) << shift
+        if b < np.uint64(0x80):
+            break
+        shift += np.uint64(7)
+        if shift > np.uint64(63):
+            return np.int64(0), -2
+    v = np.int64(acc >> np.uint64(1)) ^ -np.int64(acc & np.uint64(1))
+    return v, p
+
+
+@_jit
+def decode_records(buf, pos, end, n, kinds, null_branch, fixed_size, fix_col, var_col,
+                   fixed_out, valid_out, var_start, var_len):
+    """Decode ``n`` length-prefixed records from ``buf[pos:end]``.
+
+    Per field j: ``kinds[j]``; ``null_branch[j]`` = -1 for a plain field, else the union branch (0 or 1) that is
+    null in a two-branch nullable union; ``fixed_size[j]`` for FIXED; ``fix_col[j]`` / ``var_col[j]`` the row of
+    ``fixed_out`` (int64 bits) / ``var_start`` + ``var_len`` it fills (-1 if none). ``valid_out[j, i]`` is 1 when
+    the value is not null. Returns (status, record index, position after the last record).
+    """
+    nf = len(kinds)
+    for i in range(n):
+        if pos + 4 > end:
+            return E_TRUNCATED, i, pos
+        ln = (np.int64(buf[pos]) << 24) | (np.int64(buf[pos + 1]) << 16) | (np.int64(buf[pos + 2]) << 8) \
+            | np.int64(buf[pos + 3])
+        if ln >= 0x80000000:
+            ln -= 0x100000000
+        if ln < 0:
+            return E_NEGATIVE, i, pos
+        p = pos + 4
+        rend = p + ln
+        if rend > end:
+            return E_TRUNCATED, i, pos
+        for j in range(nf):
+            k = kinds[j]
+            nb_ = null_branch[j]
+            if nb_ >= 0:
+                br, p = _varint(buf, p, rend)
+                if p < 0:
+                    return E_TRUNCATED if p == -1 else E_VARINT, i, pos
+                if br != 0 and br != 1:
+                    return E_BRANCH, i, pos
+                if br == nb_:
+                    valid_out[j, i] = 0
+                    continue
+            if k == K_NULL:
+                valid_out[j, i] = 0
+                continue
+            valid_out[j, i] = 1
+            if k in (K_INT, K_LONG, K_ENUM):
+                v, p = _varint(buf, p, rend)
+                if p < 0:
+                    return E_TRUNCATED if p == -1 else E_VARINT, i, pos
+                if k != K_LONG and (v < -2147483648 or v > 2147483647):
+                    return E_VARINT, i, pos
+                fixed_out[fix_col[j], i] = v
+            elif k == K_BOOL:
+                if p >= rend:
+                    return E_TRUNCATED, i, pos
+                fixed_out[fix_col[j], i] = 1 if buf[p] != 0 else 0
+                p += 1
+            elif k == K_FLOAT:
+                if p + 4 > rend:
+                    return E_TRUNCATED, i, pos
+                bits = np.int64(buf[p]) | (np.int64(buf[p + 1]) << 8) | (np.int64(buf[p + 2]) << 16) \
+                    | (np.int64(buf[p + 3]) << 24)
+                fixed_out[fix_col[j], i] = bits
+                p += 4
+            elif k == K_DOUBLE:
+                if p + 8 > rend:
+                    return E_TRUNCATED, i, pos
+                dbits = np.uint64(0)
+                for b in range(8):
+                    dbits |= np.uint64(buf[p + b]) << np.uint64(8 * b)
+                fixed_out[fix_col[j], i] = np.int64(dbits)
+                p += 8
+            elif k == K_BYTES:
+                ln2, p = _varint(buf, p, rend)
+                if p < 0:
+                    return E_TRUNCATED if p == -1 else E_VARINT, i, pos
+                if ln2 < 0:
+                    return E_NEGATIVE, i, pos
+                if p + ln2 > rend:
+                    return E_TRUNCATED, i, pos
+                var_start[var_col[j], i] = p
+                var_len[var_col[j], i] = ln2
+                p += ln2
+            elif k == K_FIXED:
+                fs = fixed_size[j]
+                if p + fs > rend:
+                    return E_TRUNCATED, i, pos
+                var_start[var_col[j], i] = p
+                var_len[var_col[j], i] = fs
+                p += fs
+        if p != rend:
+            return E_LENGTH, i, pos
+        pos = rend
+    return OK, n, pos
+
+
+@_jit
+def gather(buf, starts, lens, valid, out, offsets):
+    """Copy the variable-length values (starts/lens into buf) one after another into ``out``; ``offsets`` gets
+    n + 1 entries. Null values are empty."""
+    o = np.int64(0)
+    offsets[0] = 0
+    for i in range(len(starts)):
+        if valid[i]:
+            s = starts[i]
+            ln = lens[i]
+            for b in range(ln):
+                out[o + b] = buf[s + b]
+            o += ln
+        offsets[i + 1] = o
+    return o
+
+
+@_jit
+def big_endian_to_decimal128(buf, starts, lens, valid, out):
+    """Two's complement big-endian unscaled values (1..16 bytes) -> little-endian 128-bit words (``out`` is
+    uint8[n, 16]). Returns the index of the first value longer than 16 bytes, or -1."""
+    for i in range(len(starts)):
+        if not valid[i]:
+            continue
+        s = starts[i]
+        ln = lens[i]
+        if ln > 16 or ln < 1:
+            if ln == 0:
+                continue
+            return i
+        neg = buf[s] >= 128
+        for b in range(16):
+            if b < ln:
+                out[i, b] = buf[s + ln - 1 - b]
+            else:
+                out[i, b] = 255 if neg else 0
+    return -1
