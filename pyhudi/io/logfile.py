@@ -284,30 +284,46 @@ class LogBlock:
             zip(table.column("key").to_pylist(), table.column("value").to_pylist(), strict=True)
         )
 
-    def delete_records(self) -> list[DeleteRecord]:
-        """The entries of a DELETE block."""
+    def delete_records(self, storage: Storage | None = None) -> list[DeleteRecord]:
+        """The entries of a DELETE block (content read from ``storage`` if it is not loaded)."""
         self._expect(BlockType.DELETE)
-        return decode_delete_content(self.content, self.path)
+        return decode_delete_content(self.fetch(storage) if storage is not None else self.content, self.path)
 
-    def records(self) -> pa.Table:
-        """The records of an AVRO_DATA or PARQUET_DATA block, as Arrow (columns of the block's own schema).
+    def records(self, storage: Storage | None = None) -> pa.Table:
+        """The records of an AVRO_DATA or PARQUET_DATA block, as Arrow (columns of the block's own schema); the
+        content is read from ``storage`` if it is not loaded.
 
         HFILE_DATA blocks (metadata table) are read with :meth:`hfile_records`; CDC blocks belong to ``.cdc`` log
         files, which readers of the table skip."""
         where = f"{self.path} (block at offset {self.offset})"
+        content = self.fetch(storage) if storage is not None else self.content
         if self.block_type == BlockType.AVRO_DATA:
-            return decode_avro_block_content(self.content, self.schema, where)
+            return decode_avro_block_content(content, self.schema, where)
         if self.block_type == BlockType.PARQUET_DATA:
-            return decode_parquet_block_content(self.content, where)
+            return decode_parquet_block_content(content, where)
         raise UnsupportedFormatError(
             f"{where}: {self.block_type.name} log blocks in a data table are not supported (Avro and parquet "
             "data blocks are)"
         )
 
+    def fetch(self, storage: Storage) -> bytes:
+        """The content, read now from ``storage`` if it is not loaded (the block's file may be closed)."""
+        if self._content is None:
+            with storage.open_input(self.path) as f:
+                data = f.read_at(self.content_length, self.content_offset)
+            if len(data) != self.content_length:
+                raise CorruptFileError(self.path, "short read of block content", self.content_offset)
+            self._content = bytes(data)
+        return self._content
+
+    def detach(self) -> LogBlock:
+        """Forget the open file this block was read from (its content is then read with :meth:`fetch`)."""
+        self._source = None
+        return self
+
     def release(self) -> None:
-        """Drop the loaded content (it is read again on next use)."""
-        if self._source is not None:
-            self._content = None
+        """Drop the loaded content (read it again with :meth:`fetch`)."""
+        self._content = None
 
     def _expect(self, t: BlockType) -> None:
         if self.block_type != t:
