@@ -60,6 +60,7 @@ class Option(str):
 
 
 _W, _IDX, _FILE, _SVC, _MDT, _PY = "write", "index", "storage", "table services", "metadata table", "pyhudi"
+_R = "read"
 
 # -- write: operation and keys ------------------------------------------------------------------------------------
 OPERATION = Option(
@@ -201,6 +202,16 @@ CLEANER_COMMITS_RETAINED = Option(
     section=_SVC, aliases=("hoodie.clean.commits.retained",))
 AUTO_CLEAN = Option(
     "hoodie.clean.automatic", "true", "Clean after every commit.", section=_SVC)
+
+# -- read -----------------------------------------------------------------------------------------------------------
+READ_SPLIT_BYTES = Option(
+    "pyhudi.read.split.bytes", str(128 * 1024 * 1024),
+    "Spark reads: file slices are packed into tasks of about this many bytes (a slice is never split; at least "
+    "the session's parallelism of tasks, at most one per slice).", section=_R)
+READ_BATCH_ROWS = Option(
+    "pyhudi.read.batch.rows", str(1 << 16),
+    "Rows per Arrow batch a file-slice reader returns (base files are streamed in batches of this size).",
+    section=_R)
 
 # -- metadata table -------------------------------------------------------------------------------------------------
 METADATA_ENABLE = Option(

@@ -31,3 +31,8 @@ class InvalidInputError(PyHudiError):
 
 class ConfigError(PyHudiError):
     """An option has an unknown name or an invalid value."""
+
+
+class UnsupportedTableError(PyHudiError):
+    """A table pyhudi can read but cannot write exactly (its type or version); refused before anything is
+    written."""

@@ -129,8 +129,9 @@ class AsyncRecordIndexBuilder:
 
         self.hook("schedule")
         t = self.table
-        tl = t.timeline()
         t.config = read_table_config(self.storage, self.meta)
+        t.check_writable("building the record index (async indexer)")
+        tl = t.timeline()
         if RECORD_INDEX in t.config.metadata_partitions:
             raise PyHudiError(f"{self.base_path} already has a record index")
         if pending_indexing(tl) is not None or RECORD_INDEX in t.config.metadata_partitions_inflight:
@@ -162,11 +163,13 @@ class AsyncRecordIndexBuilder:
         from pyhudi.spark.session import get_spark
 
         t = self.table
+        t.check_writable("building the record index (async indexer)")
         self.hook("snapshot")
         snapshot = self._wait_for_pending(t.timeline())
         writer = MetadataWriter(self.storage, self.base_path, t.config)
-        view = t.view(snapshot)
-        files = [(f.partition, f.file_id, f.relative_path) for f in view.latest_base_files()]
+        from pyhudi.read import plan as read_plan
+
+        scan = read_plan.snapshot(t, timeline=snapshot) if snapshot.completed_commits() else None
         spark = self.spark or get_spark()
         par = max(2, spark.sparkContext.defaultParallelism)
         done_at_snapshot = {i.requested_time for i in snapshot.completed()}
@@ -174,8 +177,7 @@ class AsyncRecordIndexBuilder:
         def write_files() -> dict[str, list[dict[str, Any]]]:
             self.hook("build")
             with task_errors():
-                built = build_base_files(spark, files, self.storage, self.base_path, writer.mdt_path, INIT_INSTANT,
-                                         plan.file_groups, par)
+                built = build_base_files(spark, scan, writer.mdt_path, INIT_INSTANT, plan.file_groups, par)
             self.hook("catch_up")
             return {RECORD_INDEX: built + self._catch_up(plan, done_at_snapshot)}
 
@@ -279,10 +281,15 @@ class AsyncRecordIndexBuilder:
 def commit_key_changes(table: Table, tl: ActiveTimeline, inst: Instant) -> tuple[pa.Table, list[str]]:
     """What a completed data commit did to the key -> location mapping, from the files it wrote: keys new to a
     file group (key, partition, file_id), and keys that left the table (in a file group's previous version or
-    a replaced file group, and in none of the commit's new files)."""
+    a replaced file group, and in none of the commit's new files). Copy-on-write commits only (the base files
+    a commit writes hold all of a file group's keys)."""
     from pyhudi.table import base_file
     from pyhudi.table.schema import RECORD_KEY_COL
 
+    if table.config.is_mor:  # the indexer refuses merge-on-read tables before it gets here
+        from pyhudi.errors import UnsupportedTableError
+
+        raise UnsupportedTableError(f"{table.base_path}: key changes of merge-on-read commits are not derived")
     meta = tl.read_commit_metadata(inst)
     view = table.view(tl)
     by_fg: dict[tuple[str, str], list[str]] = {}  # (partition, file id) -> base file rel paths, oldest first

@@ -48,6 +48,12 @@ class ScanPlan:
     def to_arrow(self) -> pa.Table:
         return pa.Table.from_batches(list(self.batches()), schema=self.read.schema)
 
+    def project(self, columns: Sequence[str]) -> ScanPlan:
+        """The same read returning only ``columns`` (plus what the merge needs: the ordering fields)."""
+        keep = set(columns) | set(self.read.merge.ordering_fields)
+        schema = pa.schema([f for f in self.read.schema if f.name in keep])
+        return ScanPlan(replace(self.read, schema=schema), self.slices)
+
 
 def _spec(table: Table, timeline: ActiveTimeline, **kw: object) -> ReadSpec:
     schema = with_meta(table.schema())

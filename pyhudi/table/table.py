@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -30,7 +30,8 @@ from pyhudi.metadata.writer import (
 )
 from pyhudi.spark.errors import task_errors
 from pyhudi.spark.progress import Progress
-from pyhudi.table import base_file, markers
+from pyhudi.table import markers
+from pyhudi.table.capabilities import check_new_table_type, check_writable
 from pyhudi.table.clean import clean as run_clean
 from pyhudi.table.fsview import FileSystemView
 from pyhudi.table.properties import (
@@ -43,30 +44,13 @@ from pyhudi.table.properties import (
     update_table_config,
 )
 from pyhudi.table.rollback import rollback_failed_writes
-from pyhudi.table.schema import COMMIT_TIME_COL, avro_schema_json, avro_to_arrow, check_compatible, with_meta
+from pyhudi.table.schema import avro_schema_json, avro_to_arrow, check_compatible, with_meta
 from pyhudi.table.timeline import ActiveTimeline, Instant, InstantTimeGenerator
 from pyhudi.write.context import WriteJob
 from pyhudi.write.producer import PRODUCERS, WriteResult
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
-
-
-def _read_files_task(storage: Storage, base_path: str, schema: pa.Schema, commits: list[str] | None):
-    """mapInArrow function: rows of base files (paths relative to the table), optionally only the records
-    written by the given commits (by ``_hoodie_commit_time``)."""
-    wanted = pa.array(commits, pa.string()) if commits is not None else None
-
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for b in batches:
-            for rel in b.column(0).to_pylist():
-                t = base_file.read_base_file(storage, posixpath.join(base_path, rel))
-                t = t.select(schema.names).cast(schema)
-                if wanted is not None:
-                    t = t.filter(pc.is_in(t.column(COMMIT_TIME_COL), value_set=wanted))
-                yield from t.to_batches()
-
-    return run
 
 
 class Table:
@@ -96,11 +80,10 @@ class Table:
     @classmethod
     def create(cls, uri: str, schema: pa.Schema, options: Mapping[str, str]) -> Table:
         """Create an empty COPY_ON_WRITE table with the given data schema and write options."""
+        given = next((k for k in (C.TABLE_TYPE, *C.TABLE_TYPE.aliases) if options.get(k) is not None), C.TABLE_TYPE)
+        check_new_table_type(uri, str(C.TABLE_TYPE.get(options)), given)
         wc = C.WriteConfig.from_options(options)
         name = options.get(C.TABLE_NAME) or posixpath.basename(uri.rstrip("/")) or "table"
-        ttype = str(C.TABLE_TYPE.get(options)).strip().upper()
-        if ttype != "COPY_ON_WRITE":
-            raise ConfigError(f"option {C.TABLE_TYPE}: only COPY_ON_WRITE tables can be written, not {ttype!r}")
         storage, path = Storage.from_uri(uri)
         cfg = TableConfig.create(
             name,
@@ -169,6 +152,11 @@ class Table:
             return FileSystemView.load(self.storage, self.base_path, timeline=tl, config=self.config, listing=listing)
         return FileSystemView.from_listing(self.storage, self.base_path, tl)
 
+    def check_writable(self, what: str) -> None:
+        """Refuse (:class:`~pyhudi.errors.UnsupportedTableError`) a write pyhudi cannot make exactly into this
+        table -- a merge-on-read table, a table version other than 9 -- before anything is written."""
+        check_writable(self.base_path, self.config, what)
+
     def _prepare_metadata(self, options: Mapping[str, str], timeline: ActiveTimeline) -> MetadataWriter | None:
         """Bring the metadata table in line with ``hoodie.metadata.enable`` before a write: create it (files
         partition bootstrapped from a listing, once), drop partitions pyhudi does not maintain (a stale index
@@ -225,6 +213,7 @@ class Table:
         from pyhudi.metadata.record_index import build_base_files, estimate_file_groups
         from pyhudi.spark.session import get_spark
 
+        self.check_writable("building the record index")
         if concurrent:
             from pyhudi.metadata.indexer import AsyncRecordIndexBuilder
 
@@ -234,20 +223,20 @@ class Table:
             writer = self._prepare_metadata({**(options or {}), C.RECORD_INDEX_ENABLE: "false"}, tl)
             if writer is None:
                 raise ConfigError("the record index lives in the metadata table: hoodie.metadata.enable must be true")
-        view = self.view(tl)
-        latest = view.latest_base_files()
+        from pyhudi.read import plan as read_plan
+
+        scan = read_plan.snapshot(self, timeline=tl) if tl.completed_commits() else None
         rows_by_file = self._record_counts(tl)
-        n = num_file_groups or estimate_file_groups(sum(rows_by_file.get(f.file_name, 0) for f in latest), options)
-        files = [(f.partition, f.file_id, f.relative_path) for f in latest]
+        latest = [s.base_file for s in scan.slices if s.base_file is not None] if scan is not None else []
+        n = num_file_groups or estimate_file_groups(
+            sum(rows_by_file.get(posixpath.basename(f), 0) for f in latest), options)
         instant = f"{INIT_PREFIX}{RLI_INIT_OFFSET:03d}"
         spark_ = spark or get_spark()
         par = max(2, spark_.sparkContext.defaultParallelism)
 
         def write_files() -> dict[str, list[dict[str, Any]]]:
             with task_errors():
-                return {RECORD_INDEX: build_base_files(
-                    spark_, files, self.storage, self.base_path, writer.mdt_path, instant, n, par
-                )}
+                return {RECORD_INDEX: build_base_files(spark_, scan, writer.mdt_path, instant, n, par)}
 
         writer.create_record_index(instant, write_files, n)
         self.config = read_table_config(self.storage, posixpath.join(self.base_path, METAFOLDER))
@@ -370,6 +359,13 @@ class Table:
         import time
 
         t0 = time.perf_counter()
+        self.check_writable(f"a write ({operation})")
+        given_type = C.TABLE_TYPE.get(options or {})
+        if given_type is not None and given_type.strip().upper() != self.config.table_type:
+            raise ConfigError(
+                f"option {C.TABLE_TYPE}={given_type!r} does not match {self.base_path}, a {self.config.table_type} "
+                "table (a table's type cannot change)"
+            )
         opts = self._write_options(options)
         given_op = opts.get(C.OPERATION)
         if given_op is not None and given_op.strip().lower() not in C.OPERATIONS:
@@ -453,66 +449,62 @@ class Table:
         result.timings = job.timings
         return result
 
-    # -- reading ------------------------------------------------------------------------------------
+    # -- reading (pyhudi.read: scan planning, the file-slice reader, Spark) -----------------------------------
     def read(
-        self, spark: SparkSession | None = None, as_of: str | None = None, keys: Sequence[str] | None = None
+        self,
+        spark: SparkSession | None = None,
+        as_of: str | None = None,
+        keys: Sequence[str] | None = None,
+        *,
+        read_optimized: bool = False,
     ) -> DataFrame:
-        """Snapshot of the table (or as of a point in time) as a Spark DataFrame. With ``keys``: a point read of
-        the current records of those keys, reading only the files the record index names."""
-        from pyhudi.spark.session import get_spark
+        """Snapshot of the table (or as of a point in time) as a Spark DataFrame: every file slice merged (base
+        file and log files), one Spark task per slice or group of small slices. With ``keys``: a point read of
+        the current records of those keys, reading only the file groups the record index names.
+        ``read_optimized``: the latest base files only (Hudi's read-optimized query; log files are not read)."""
+        from pyhudi.read import plan as read_plan
 
-        spark = spark or get_spark()
         if keys is not None:
-            if as_of is not None:
-                raise InvalidInputError("a point read by keys reads the latest snapshot; it cannot take as_of")
-            from pyspark.sql import functions as F
-
-            from pyhudi.table.schema import RECORD_KEY_COL
-
-            files = self._files_for_keys(keys)
-            wanted = spark.createDataFrame([(k,) for k in dict.fromkeys(keys)], f"{RECORD_KEY_COL} string")
-            return self._read_files(spark, files).join(F.broadcast(wanted), RECORD_KEY_COL, "left_semi")
-        tl = self.timeline()
-        as_of = self._check_as_of(as_of)
-        files = [f.relative_path for f in self.view(tl).latest_base_files(as_of=as_of)]
-        return self._read_files(spark, files)
+            if as_of is not None or read_optimized:
+                raise InvalidInputError("a point read by keys reads the latest snapshot; it cannot take as_of "
+                                        "or read_optimized")
+            return self._dataframe(spark, read_plan.for_keys(self, keys))
+        return self._dataframe(
+            spark, read_plan.snapshot(self, as_of=self._check_as_of(as_of), read_optimized=read_optimized)
+        )
 
     def read_incremental(self, start: str, end: str | None = None, spark: SparkSession | None = None) -> DataFrame:
         """Records changed by the commits that completed after ``start`` and up to ``end`` (inclusive), latest
-        version of each. As in Hudi 1.x (table version 8+), ``start`` and ``end`` are completion times."""
-        from pyhudi.spark.session import get_spark
+        version of each as of ``end`` (log records included). As in Hudi 1.x (table version 8+), ``start`` and
+        ``end`` are completion times."""
+        from pyhudi.read import plan as read_plan
 
-        spark = spark or get_spark()
-        tl = self.timeline()
-        done = [
-            i for i in tl.completed_commits()
-            if i.completion_time is not None and i.completion_time > start and (end is None or i.completion_time <= end)
-        ]
-        commits = [i.requested_time for i in done]
-        as_of = max(commits) if commits else None
-        files = [f.relative_path for f in self.view(tl).latest_base_files(as_of=as_of)] if commits else []
-        return self._read_files(spark, files, commits)
+        return self._dataframe(spark, read_plan.incremental(self, start, end))
+
+    def incremental_arrow(self, start: str, end: str | None = None) -> pa.Table:
+        """:meth:`read_incremental` without Spark (driver-local)."""
+        from pyhudi.read import plan as read_plan
+
+        if not self.timeline().completed_commits():
+            return pa.table({})
+        return read_plan.incremental(self, start, end).to_arrow()
 
     def _files_for_keys(self, keys: Sequence[str]) -> list[str]:
-        """Relative paths of the latest base files the record index names for ``keys``."""
-        loc = self.lookup(keys).filter(pc.field("found"))
-        latest = {(f.partition, f.file_id): f.relative_path for f in self.view(self.timeline()).latest_base_files()}
-        named = set(zip(loc.column("partition").to_pylist(), loc.column("file_id").to_pylist(), strict=True))
-        return [latest[pf] for pf in sorted(named) if pf in latest]
+        """Relative paths of the files (base and log) of the latest file slices the record index names for
+        ``keys``."""
+        from pyhudi.read import plan as read_plan
+
+        return [p for s in read_plan.for_keys(self, keys).slices for p in ((s.base_file,) if s.base_file else ())
+                + s.log_files]
 
     def read_keys(self, keys: Sequence[str]) -> pa.Table:
-        """Point read without Spark: the current records of ``keys``, reading only the files the record index
-        names."""
-        from pyhudi.table.schema import RECORD_KEY_COL
+        """Point read without Spark: the current records of ``keys``, reading only the file groups the record
+        index names (base file and log files merged)."""
+        from pyhudi.read import plan as read_plan
 
-        schema = with_meta(self.schema())
-        wanted = pa.array(list(keys), pa.string())
-        tables = []
-        for rel in self._files_for_keys(keys):
-            t = base_file.read_base_file(self.storage, posixpath.join(self.base_path, rel), filter_keys=wanted.to_pylist())
-            t = t.select(schema.names).cast(schema)
-            tables.append(t.filter(pc.is_in(t.column(RECORD_KEY_COL), value_set=wanted)))
-        return pa.concat_tables(tables) if tables else schema.empty_table()
+        if not self.timeline().completed_commits():
+            return with_meta(self.schema()).empty_table()
+        return read_plan.for_keys(self, keys).to_arrow()
 
     def record_index_stats(self) -> dict[str, Any]:
         """{file_groups, entries (live mappings), bytes (latest record-index file slices), bytes_per_entry}."""
@@ -530,16 +522,12 @@ class Table:
             "bytes_per_entry": round(nbytes / entries, 2) if entries else None,
         }
 
-    def _read_files(self, spark: SparkSession, files: list[str], commits: list[str] | None = None) -> DataFrame:
-        from pyspark.sql.pandas.types import from_arrow_schema
+    def _dataframe(self, spark: SparkSession | None, plan: Any) -> DataFrame:
+        from pyhudi.read.spark import read_dataframe
+        from pyhudi.spark.session import get_spark
 
-        schema = with_meta(self.schema())
-        src = spark.createDataFrame([(f,) for f in files], "path string")
-        n = max(1, min(len(files), spark.sparkContext.defaultParallelism * 2))
-        with task_errors():
-            return src.repartition(n).mapInArrow(
-                _read_files_task(self.storage, self.base_path, schema, commits), from_arrow_schema(schema)
-            )
+        split = C.int_option({}, C.READ_SPLIT_BYTES, 1)
+        return read_dataframe(spark or get_spark(), plan, split)
 
     def _check_as_of(self, as_of: str | None) -> str | None:
         """``as_of`` as an instant time: an instant (``yyyyMMddHHmmss[SSS]``) or ``yyyy-MM-dd[ HH:mm:ss[.SSS]]``
@@ -560,19 +548,16 @@ class Table:
             )
         return raw if len(raw) == 17 else raw + "999"
 
-    def to_arrow(self, as_of: str | None = None) -> pa.Table:
-        """Snapshot read without Spark (driver-local; for small tables and tools)."""
+    def to_arrow(self, as_of: str | None = None, *, read_optimized: bool = False) -> pa.Table:
+        """Snapshot read without Spark (driver-local; for small tables and tools): every file slice merged, or
+        base files only with ``read_optimized``."""
+        from pyhudi.read import plan as read_plan
+
         tl = self.timeline()
-        as_of = self._check_as_of(as_of)
-        view = self.view(tl)
-        schema = with_meta(self.schema()) if tl.completed_commits() else None
-        tables = [
-            base_file.read_base_file(self.storage, posixpath.join(self.base_path, f.relative_path))
-            for f in view.latest_base_files(as_of=as_of)
-        ]
-        if schema is None:
+        if not tl.completed_commits():
             return pa.table({})
-        return pa.concat_tables([t.select(schema.names).cast(schema) for t in tables]) if tables else schema.empty_table()
+        as_of = self._check_as_of(as_of)
+        return read_plan.snapshot(self, as_of=as_of, read_optimized=read_optimized, timeline=tl).to_arrow()
 
     def describe(self) -> dict[str, Any]:
         return {"path": self.base_path, "name": self.name, "type": self.config.table_type,
