@@ -6,7 +6,6 @@ lookups on the merge-on-read fixtures name the file group hudi-rs reads each key
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pyarrow as pa
 import pytest
