@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from pyhudi.errors import CorruptFileError, UnsupportedFormatError
 from pyhudi.io import _avro_kernels as K
@@ -281,6 +282,104 @@ class AvroArrowDecoder:
             return pa.Table.from_pylist(rows, schema=self.arrow_schema)
         except (pa.ArrowInvalid, pa.ArrowTypeError) as ex:
             raise UnsupportedFormatError(f"{where}: cannot convert Avro records to Arrow: {ex}") from None
+
+
+class AvroArrowEncoder:
+    """Encodes an Arrow table as length-prefixed Avro binary datums of a flat writer schema (the inverse of
+    :class:`AvroArrowDecoder`'s compiled path; columns are matched by name and cast to the schema's types)."""
+
+    def __init__(self, writer_schema: str) -> None:
+        self._dec = decoder_for(writer_schema)
+        if self._dec.fields is None:
+            raise UnsupportedFormatError("only flat record schemas are encoded from Arrow")
+        self.fields = self._dec.fields
+
+    def encode(self, table: pa.Table, where: str = "<avro block>") -> bytes:
+        """``int32 length`` + datum per row, concatenated."""
+        d = self._dec
+        n = table.num_rows
+        nf = len(self.fields)
+        fixed = np.zeros((max(d._nfix, 1), n), np.int64)
+        valid = np.ones((max(nf, 1), n), np.uint8)
+        var_parts: list[tuple[np.ndarray, np.ndarray]] = []
+        dec_cols: list[np.ndarray] = []
+        dec_col = np.full(nf, -1, np.int64)
+        bound = 4 * n
+        for j, f in enumerate(self.fields):
+            if f.kind == K.K_NULL:
+                valid[j] = 0
+                continue
+            if f.name not in table.column_names:
+                if not f.nullable:
+                    raise UnsupportedFormatError(f"{where}: no column {f.name!r} for a field that is not nullable")
+                valid[j] = 0
+                col = pa.nulls(n, f.arrow_type)
+            else:
+                c = table.column(f.name)
+                col = (c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c).cast(f.arrow_type)
+            if col.null_count:
+                valid[j] = np.asarray(col.is_valid().to_numpy(zero_copy_only=False), np.uint8)
+            bound += n * 11
+            k = f.kind
+            if f.decimal:
+                raw = np.frombuffer(col.buffers()[1], np.uint8)[col.offset * 16 : (col.offset + n) * 16]
+                dec_col[j] = len(dec_cols)
+                dec_cols.append(raw.reshape(n, 16))
+                bound += n * 17
+                var_parts.append((np.zeros(0, np.uint8), np.zeros(n + 1, np.int64)))  # keeps var_col aligned
+            elif k in (K.K_BYTES, K.K_FIXED):
+                from pyhudi.io.arrow import binary_buffers
+
+                b = col.cast(pa.large_binary()) if pa.types.is_large_string(col.type) else col.cast(pa.binary())
+                b = pc.fill_null(b, b"") if b.null_count else b
+                data, offs = binary_buffers(b)
+                var_parts.append((data, offs))
+                bound += n * 10 + int(offs[-1] - offs[0])
+            elif k == K.K_ENUM:
+                idx = pc.index_in(col, value_set=pa.array(list(f.symbols), pa.string()))
+                if idx.null_count > col.null_count:
+                    raise UnsupportedFormatError(f"{where}: column {f.name!r} holds a value that is not a symbol")
+                fixed[d._fix[j]] = np.asarray(pc.fill_null(idx, 0).to_numpy(zero_copy_only=False), np.int64)
+            else:
+                fixed[d._fix[j]] = self._fixed_values(f, col, where)
+        if len(var_parts) != d._nvar or len(dec_cols) > nf:  # the compiled loop does not check bounds
+            raise AssertionError("Avro encoder layout out of step with the schema")
+        var_data = np.concatenate([p[0] for p in var_parts]) if var_parts else np.zeros(1, np.uint8)
+        var_offs = np.zeros((max(len(var_parts), 1), n + 1), np.int64)
+        shift = 0
+        for v, (data, offs) in enumerate(var_parts):
+            var_offs[v] = offs + shift
+            shift += len(data)
+        dec_in = np.stack(dec_cols) if dec_cols else np.zeros((1, 1, 16), np.uint8)
+        out = np.empty(max(bound, 1), np.uint8)
+        end, status, bad = K.encode_records(n, d._kinds, d._null, d._fsize, d._fix, d._var, fixed, valid, var_data,
+                                            var_offs, dec_in, dec_col, out)
+        if status != K.OK:
+            raise UnsupportedFormatError(f"{where}: row {bad}: a value does not fit the Avro schema "
+                                         f"({_ERRORS.get(status, status)})")
+        return out[:end].tobytes()
+
+    @staticmethod
+    def _fixed_values(f: _Field, col: pa.Array, where: str) -> np.ndarray:
+        k = f.kind
+        if k == K.K_BOOL:
+            return np.asarray(pc.fill_null(col, False).to_numpy(zero_copy_only=False), np.int64)
+        if k == K.K_FLOAT:
+            v = np.asarray(pc.fill_null(col, 0.0).to_numpy(zero_copy_only=False), np.float32)
+            return v.view(np.uint32).astype(np.int64)
+        if k == K.K_DOUBLE:
+            v = np.asarray(pc.fill_null(col, 0.0).to_numpy(zero_copy_only=False), np.float64)
+            return v.view(np.int64).copy()
+        t = col.type
+        if pa.types.is_timestamp(t) or pa.types.is_date32(t):
+            col = col.cast(pa.int64() if pa.types.is_timestamp(t) else pa.int32())
+        v = np.asarray(pc.fill_null(col, 0).to_numpy(zero_copy_only=False), np.int64)
+        if f.millis:
+            if (v % 1000).any():
+                raise UnsupportedFormatError(f"{where}: column {f.name!r} has sub-millisecond timestamps for a "
+                                             "timestamp-millis field")
+            v = v // 1000
+        return v
 
 
 @lru_cache(maxsize=64)

@@ -675,9 +675,17 @@ def decode_parquet_block_content(content: bytes, where: str = "<parquet block>")
 
 def avro_block_content(records: pa.Table | Iterable[Mapping[str, Any]], schema_json: str) -> bytes:
     """AVRO_DATA block content (block version 3) of ``records`` in writer schema ``schema_json``: int32 version,
-    int32 record count, then per record an int32 length and its Avro binary datum (Hudi 1.1's layout)."""
+    int32 record count, then per record an int32 length and its Avro binary datum (Hudi 1.1's layout). An Arrow
+    table of a flat schema is encoded by a compiled loop; dicts, or nested schemas, by fastavro."""
     import fastavro
 
+    from pyhudi.io.avro_arrow import decoder_for
+
+    if isinstance(records, pa.Table) and decoder_for(schema_json).compiled:
+        from pyhudi.io.avro_arrow import AvroArrowEncoder
+
+        datums = AvroArrowEncoder(schema_json).encode(records)
+        return _INT.pack(LOG_BLOCK_VERSION) + _INT.pack(records.num_rows) + datums
     parsed = fastavro.parse_schema(json.loads(schema_json), named_schemas={})
     rows = records.to_pylist() if isinstance(records, pa.Table) else records
     out = io.BytesIO()
