@@ -154,8 +154,7 @@ def gather(buf, starts, lens, valid, out, offsets):
         if valid[i]:
             s = starts[i]
             ln = lens[i]
-            for b in range(ln):
-                out[o + b] = buf[s + b]
+            out[o : o + ln] = buf[s : s + ln]
             o += ln
         offsets[i + 1] = o
     return o
@@ -273,3 +272,90 @@ def encode_records(n, kinds, null_branch, fixed_size, fix_col, var_col, fixed_in
         out[start + 2] = np.uint8((ln >> 8) & 0xFF)
         out[start + 3] = np.uint8(ln & 0xFF)
     return p, OK, n
+
+
+@_jit
+def decode_delete_list(buf, pos, end, kstart, klen, pstart, plen, otype, oint, ofloat, vstart, vlen):
+    """Decode the ``HoodieDeleteRecordList`` datum in ``buf[pos:end]`` into the given arrays (sized by the caller
+    for (end - pos) // 3 + 1 entries: every entry takes at least 3 bytes). Per entry: record key and partition path (start/len,
+    len -1 for null), the ordering value's union branch and value (ints, float bits as doubles, or a byte run).
+    Returns (status, entries, position); ARRAY ordering values (branch 12) stop with status 1 and the entry index
+    so the caller decodes the block another way."""
+    i = 0
+    while True:
+        count, pos = _varint(buf, pos, end)
+        if pos < 0:
+            return E_TRUNCATED, i, pos
+        if count == 0:
+            break
+        if count < 0:
+            count = -count
+            _, pos = _varint(buf, pos, end)
+            if pos < 0:
+                return E_TRUNCATED, i, pos
+        for _ in range(count):
+            if i >= len(kstart):
+                return E_LENGTH, i, pos
+            for which in range(2):
+                br, pos = _varint(buf, pos, end)
+                if pos < 0:
+                    return E_TRUNCATED, i, pos
+                if br == 0:
+                    if which == 0:
+                        klen[i] = -1
+                    else:
+                        plen[i] = -1
+                    continue
+                if br != 1:
+                    return E_BRANCH, i, pos
+                ln, pos = _varint(buf, pos, end)
+                if pos < 0 or ln < 0 or pos + ln > end:
+                    return E_TRUNCATED, i, pos
+                if which == 0:
+                    kstart[i] = pos
+                    klen[i] = ln
+                else:
+                    pstart[i] = pos
+                    plen[i] = ln
+                pos += ln
+            br, pos = _varint(buf, pos, end)
+            if pos < 0:
+                return E_TRUNCATED, i, pos
+            otype[i] = br
+            if br == 0:
+                pass
+            elif br == 1:  # boolean
+                if pos >= end:
+                    return E_TRUNCATED, i, pos
+                oint[i] = 1 if buf[pos] != 0 else 0
+                pos += 1
+            elif br in (2, 3, 8, 10, 11):
+                v, pos = _varint(buf, pos, end)
+                if pos < 0:
+                    return E_TRUNCATED, i, pos
+                oint[i] = v
+            elif br == 4:
+                if pos + 4 > end:
+                    return E_TRUNCATED, i, pos
+                bits = np.uint32(buf[pos]) | (np.uint32(buf[pos + 1]) << np.uint32(8)) \
+                    | (np.uint32(buf[pos + 2]) << np.uint32(16)) | (np.uint32(buf[pos + 3]) << np.uint32(24))
+                ofloat[i] = np.float64(np.array([bits], np.uint32).view(np.float32)[0])
+                pos += 4
+            elif br == 5:
+                if pos + 8 > end:
+                    return E_TRUNCATED, i, pos
+                ofloat[i] = np.array([buf[pos + b] for b in range(8)], np.uint8).view(np.float64)[0]
+                pos += 8
+            elif br in (6, 7, 9):
+                ln, pos = _varint(buf, pos, end)
+                if pos < 0 or ln < 0 or pos + ln > end:
+                    return E_TRUNCATED, i, pos
+                vstart[i] = pos
+                vlen[i] = ln
+                pos += ln
+            elif br == 12:
+                return 1, i, pos
+            else:
+                return E_BRANCH, i, pos
+            i += 1
+    return OK, i, pos

@@ -51,6 +51,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from pyhudi.errors import CorruptFileError, PyHudiError, UnsupportedFormatError
@@ -286,8 +287,12 @@ class LogBlock:
 
     def delete_records(self, storage: Storage | None = None) -> list[DeleteRecord]:
         """The entries of a DELETE block (content read from ``storage`` if it is not loaded)."""
+        return self.delete_columns(storage).records()
+
+    def delete_columns(self, storage: Storage | None = None) -> DeleteColumns:
+        """The entries of a DELETE block as columns (content read from ``storage`` if it is not loaded)."""
         self._expect(BlockType.DELETE)
-        return decode_delete_content(self.fetch(storage) if storage is not None else self.content, self.path)
+        return decode_delete_columns(self.fetch(storage) if storage is not None else self.content, self.path)
 
     def records(self, storage: Storage | None = None) -> pa.Table:
         """The records of an AVRO_DATA or PARQUET_DATA block, as Arrow (columns of the block's own schema); the
@@ -502,10 +507,78 @@ def read_log_blocks(storage: Storage, path: str, *, load_content: bool = True) -
 
 
 # -- content codecs -------------------------------------------------------------------------------------------
-def decode_delete_content(content: bytes, path: str = "<delete block>") -> list[DeleteRecord]:
-    """The entries of a delete block's content: int32 version (3), int32 length, then one Avro binary datum of
-    ``HoodieDeleteRecordList`` (``pyhudi/avro/HoodieDeleteRecordList.avsc``, Java's wrapper-record union for the
-    ordering value)."""
+@dataclass
+class DeleteColumns:
+    """The entries of a delete block as columns (decoded by a compiled loop).
+
+    ``types`` holds each entry's ordering-value branch (:class:`OrderingType`); its value is in ``ints`` (INT, LONG,
+    DATE days, TIME_MICROS, TIMESTAMP_MICROS, BOOLEAN 0/1), ``floats`` (FLOAT, DOUBLE) or ``var`` (BYTES, STRING
+    UTF-8, DECIMAL unscaled big-endian); ARRAY values (several ordering fields) are in ``arrays`` by entry index.
+    """
+
+    keys: pa.Array  # string, null for an entry without a key
+    partitions: pa.Array  # string
+    types: np.ndarray  # int8
+    ints: np.ndarray  # int64
+    floats: np.ndarray  # float64
+    var: pa.Array  # binary
+    arrays: dict[int, tuple[OrderingValue, ...] | None] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.types)
+
+    def filter(self, mask: pa.Array) -> DeleteColumns:
+        """The entries where ``mask`` (an Arrow boolean array; null counts as false) is true."""
+        keep = np.asarray(mask.fill_null(False).to_numpy(zero_copy_only=False), np.bool_)
+        idx = np.flatnonzero(keep)
+        sel = pa.array(idx, pa.int64())
+        return DeleteColumns(self.keys.take(sel), self.partitions.take(sel), self.types[keep], self.ints[keep],
+                             self.floats[keep], self.var.take(sel),
+                             {j: self.arrays[int(i)] for j, i in enumerate(idx) if int(i) in self.arrays})
+
+    @property
+    def is_default_ordering(self) -> np.ndarray:
+        """Hudi's default ordering value (Integer 0) or none, per entry."""
+        return (self.types == OrderingType.NULL) | ((self.types == OrderingType.INT) & (self.ints == 0))
+
+    def value(self, i: int) -> Any:
+        """The Python value of entry ``i``'s ordering value (as :class:`DeleteRecord` holds it)."""
+        import datetime as _dt
+        import decimal as _dec
+
+        t = OrderingType(int(self.types[i]))
+        if t == OrderingType.NULL:
+            return None
+        if t == OrderingType.ARRAY:
+            return self.arrays.get(i)
+        if t == OrderingType.BOOLEAN:
+            return bool(self.ints[i])
+        if t in (OrderingType.INT, OrderingType.LONG, OrderingType.TIME_MICROS, OrderingType.TIMESTAMP_MICROS):
+            return int(self.ints[i])
+        if t == OrderingType.DATE:
+            return _dt.date(1970, 1, 1) + _dt.timedelta(days=int(self.ints[i]))
+        if t in (OrderingType.FLOAT, OrderingType.DOUBLE):
+            return float(self.floats[i])
+        raw = self.var[i].as_py()
+        if t == OrderingType.STRING:
+            return raw.decode("utf-8")
+        if t == OrderingType.DECIMAL:
+            return _dec.Decimal(int.from_bytes(raw, "big", signed=True)).scaleb(-DECIMAL_WRAPPER_SCALE)
+        return raw
+
+    def records(self) -> list[DeleteRecord]:
+        keys = self.keys.to_pylist()
+        parts = self.partitions.to_pylist()
+        return [DeleteRecord(keys[i], parts[i], self.value(i), OrderingType(int(self.types[i])))
+                for i in range(len(self))]
+
+
+def decode_delete_columns(content: bytes, path: str = "<delete block>") -> DeleteColumns:
+    """The entries of a delete block's content as columns: int32 version (3), int32 length, then one Avro binary
+    datum of ``HoodieDeleteRecordList`` (``pyhudi/avro/HoodieDeleteRecordList.avsc``, Java's wrapper-record union
+    for the ordering value)."""
+    from pyhudi.io import _avro_kernels as AK
+
     if len(content) < 8:
         raise CorruptFileError(path, "delete block content is too short")
     (version,) = _INT.unpack_from(content, 0)
@@ -516,6 +589,77 @@ def decode_delete_content(content: bytes, path: str = "<delete block>") -> list[
     (n,) = _INT.unpack_from(content, 4)
     if n < 0 or 8 + n > len(content):
         raise CorruptFileError(path, f"delete block payload length {n} runs past the content")
+    buf = np.frombuffer(content, np.uint8)
+    cap = n // 3 + 1
+    ks, kl, ps, pl = (np.zeros(cap, np.int64) for _ in range(4))
+    otype = np.zeros(cap, np.int8)
+    oint = np.zeros(cap, np.int64)
+    ofloat = np.zeros(cap, np.float64)
+    vs, vl = np.zeros(cap, np.int64), np.full(cap, -1, np.int64)
+    status, m, stop = AK.decode_delete_list(buf, 8, 8 + n, ks, kl, ps, pl, otype, oint, ofloat, vs, vl)
+    if status == 1:  # ARRAY ordering values: the general decoder
+        recs = _decode_delete_records(content, n, path)
+        return _columns_of(recs)
+    if status != AK.OK:
+        raise CorruptFileError(path, f"malformed delete block: entry {m}: {status}")
+    if stop != 8 + n:
+        raise CorruptFileError(path, f"malformed delete block: {8 + n - stop} bytes left after the record list")
+    from pyhudi.io.arrow import binary_array
+
+    def strings(starts: np.ndarray, lens: np.ndarray) -> pa.Array:
+        valid = lens[:m] >= 0
+        offs = np.zeros(m + 1, np.int64)
+        np.cumsum(np.where(valid, lens[:m], 0), out=offs[1:])
+        data = np.empty(int(offs[-1]), np.uint8)
+        from pyhudi.io import _avro_kernels as AK2
+
+        AK2.gather(buf, starts[:m], np.maximum(lens[:m], 0), valid, data, offs)
+        return binary_array(data, offs, valid)
+
+    keys = strings(ks, kl).cast(pa.string())
+    parts = strings(ps, pl).cast(pa.string())
+    var = strings(vs, vl)
+    return DeleteColumns(keys, parts, otype[:m].copy(), oint[:m].copy(), ofloat[:m].copy(), var)
+
+
+def _columns_of(recs: list[DeleteRecord]) -> DeleteColumns:
+    import datetime as _dt
+    import decimal as _dec
+
+    m = len(recs)
+    types = np.array([int(r.ordering_type or 0) for r in recs], np.int8)
+    ints = np.zeros(m, np.int64)
+    floats = np.zeros(m, np.float64)
+    var: list[bytes | None] = [None] * m
+    arrays: dict[int, tuple[OrderingValue, ...] | None] = {}
+    for i, r in enumerate(recs):
+        t, v = r.ordering_type, r.ordering_value
+        if t == OrderingType.ARRAY:
+            arrays[i] = v
+        elif t == OrderingType.DATE:
+            ints[i] = (v - _dt.date(1970, 1, 1)).days
+        elif t in (OrderingType.FLOAT, OrderingType.DOUBLE):
+            floats[i] = v
+        elif t == OrderingType.STRING:
+            var[i] = v.encode("utf-8")
+        elif t == OrderingType.BYTES:
+            var[i] = v
+        elif t == OrderingType.DECIMAL:
+            u = int(_dec.Decimal(v).scaleb(DECIMAL_WRAPPER_SCALE).to_integral_exact())
+            var[i] = u.to_bytes(max(1, (u.bit_length() + 8) // 8), "big", signed=True)
+        elif t != OrderingType.NULL:
+            ints[i] = int(v)
+    return DeleteColumns(pa.array([r.record_key for r in recs], pa.string()),
+                         pa.array([r.partition_path for r in recs], pa.string()), types, ints, floats,
+                         pa.array(var, pa.binary()), arrays)
+
+
+def decode_delete_content(content: bytes, path: str = "<delete block>") -> list[DeleteRecord]:
+    """The entries of a delete block's content (see :func:`decode_delete_columns`)."""
+    return decode_delete_columns(content, path).records()
+
+
+def _decode_delete_records(content: bytes, n: int, path: str) -> list[DeleteRecord]:
     r = avro.BinaryReader(content, 8, 8 + n)
     out: list[DeleteRecord] = []
     try:

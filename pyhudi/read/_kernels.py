@@ -46,37 +46,91 @@ def _equal(d1, a1, b1, d2, a2, b2):
 
 @_jit
 def build_table(data, offsets, slots):
-    """Insert keys 0..n-1 (distinct) into an open-addressing table of ``len(slots)`` (a power of two, all -1);
-    returns the key hashes."""
+    """Insert keys 0..n-1 (distinct) into an open-addressing table ``slots`` (shape (size, 2), size a power of
+    two, all -1): each slot holds a key's hash and index side by side, so a probe touches one cache line before it
+    compares key bytes."""
     n = len(offsets) - 1
-    mask = np.uint64(len(slots) - 1)
-    hashes = np.empty(n, np.uint64)
+    mask = np.uint64(slots.shape[0] - 1)
     for i in range(n):
         h = _hash(data, offsets[i], offsets[i + 1])
-        hashes[i] = h
         s = h & mask
-        while slots[s] >= 0:
+        while slots[s, 1] >= 0:
             s = (s + np.uint64(1)) & mask
-        slots[s] = i
-    return hashes
+        slots[s, 0] = np.int64(h)
+        slots[s, 1] = i
 
 
 @_jit
-def probe_table(slots, hashes, data, offsets, qdata, qoffsets, out):
+def probe_table(slots, data, offsets, qdata, qoffsets, out):
     """out[j] = the index of query key j among the table's keys, or -1."""
-    mask = np.uint64(len(slots) - 1)
+    mask = np.uint64(slots.shape[0] - 1)
     for j in range(len(qoffsets) - 1):
         a, b = qoffsets[j], qoffsets[j + 1]
         h = _hash(qdata, a, b)
+        hi = np.int64(h)
         s = h & mask
         out[j] = -1
         while True:
-            i = slots[s]
+            i = slots[s, 1]
             if i < 0:
                 break
-            if hashes[i] == h and _equal(data, offsets[i], offsets[i + 1], qdata, a, b):
+            if slots[s, 0] == hi and _equal(data, offsets[i], offsets[i + 1], qdata, a, b):
                 out[j] = i
                 break
+            s = (s + np.uint64(1)) & mask
+    return out
+
+
+@_jit
+def encode_keys(data, offsets, slots, ids, first):
+    """Dictionary-encode keys 0..n-1 (repeats allowed): ``ids[i]`` = the id of key i (ids count from 0 in order of
+    first appearance), ``first[id]`` = the key index where it first appears; ``slots`` (shape (size, 2), all -1,
+    size a power of two > number of distinct keys) keeps hash and id. Returns the number of distinct keys."""
+    n = len(offsets) - 1
+    mask = np.uint64(slots.shape[0] - 1)
+    nid = 0
+    for i in range(n):
+        a, b = offsets[i], offsets[i + 1]
+        h = _hash(data, a, b)
+        hi = np.int64(h)
+        s = h & mask
+        while True:
+            k = slots[s, 1]
+            if k < 0:
+                slots[s, 0] = hi
+                slots[s, 1] = nid
+                first[nid] = i
+                ids[i] = nid
+                nid += 1
+                break
+            if slots[s, 0] == hi:
+                f = first[k]
+                if _equal(data, offsets[f], offsets[f + 1], data, a, b):
+                    ids[i] = k
+                    break
+            s = (s + np.uint64(1)) & mask
+    return nid
+
+
+@_jit
+def probe_ids(slots, first, data, offsets, qdata, qoffsets, out):
+    """out[j] = the id (see :func:`encode_keys`) of query key j, or -1 if it is not among the keys."""
+    mask = np.uint64(slots.shape[0] - 1)
+    for j in range(len(qoffsets) - 1):
+        a, b = qoffsets[j], qoffsets[j + 1]
+        h = _hash(qdata, a, b)
+        hi = np.int64(h)
+        s = h & mask
+        out[j] = -1
+        while True:
+            k = slots[s, 1]
+            if k < 0:
+                break
+            if slots[s, 0] == hi:
+                f = first[k]
+                if _equal(data, offsets[f], offsets[f + 1], qdata, a, b):
+                    out[j] = k
+                    break
             s = (s + np.uint64(1)) & mask
     return out
 

@@ -28,7 +28,7 @@ ranked once per merge (floats in Java's ``Double.compare`` order, strings by UTF
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,7 +36,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pyhudi.errors import PyHudiError, UnsupportedFormatError
-from pyhudi.io.logfile import DeleteRecord, OrderingType
+from pyhudi.io.arrow import binary_buffers, to_binary_array
+from pyhudi.io.logfile import DeleteColumns, DeleteRecord, OrderingType
 from pyhudi.read import _kernels as K
 from pyhudi.table.properties import PAYLOAD_CLASS, TableConfig
 from pyhudi.table.schema import IS_DELETED_COL, RECORD_KEY_COL
@@ -152,6 +153,29 @@ def _sortable(a: pa.Array) -> pa.Array:
     return a
 
 
+class KeyTable:
+    """Record keys dictionary-encoded by a hash table (compiled): each distinct key gets an id, in order of first
+    appearance; other keys (a base file's) are then looked up by :meth:`probe`."""
+
+    def __init__(self, keys: pa.Array) -> None:
+        arr = to_binary_array(keys, "record key")
+        self._keep = arr
+        self._data, self._offs = binary_buffers(arr)
+        n = len(arr)
+        self._slots = np.full((1 << max(4, int(2 * max(n, 1) - 1).bit_length()), 2), -1, np.int64)
+        self.ids = np.empty(n, np.int64)
+        first = np.empty(max(n, 1), np.int64)
+        self.count = int(K.encode_keys(self._data, self._offs, self._slots, self.ids, first))
+        self._first = first[: max(self.count, 1)]
+
+    def probe(self, keys: pa.Array | pa.ChunkedArray) -> np.ndarray:
+        """For each key: its id, or -1."""
+        arr = to_binary_array(keys, "record key")
+        qd, qo = binary_buffers(arr)
+        out = np.empty(len(arr), np.int64)
+        return K.probe_ids(self._slots, self._first, self._data, self._offs, qd, qo, out)
+
+
 # -- the log records of a slice --------------------------------------------------------------------------------
 @dataclass
 class _Chunk:
@@ -220,25 +244,61 @@ class LogRecords:
         self._tables.append(rows)
         self._nrows += n
 
-    def add_deletes(self, records: Sequence[DeleteRecord]) -> None:
-        """A delete block's entries."""
-        recs = [r for r in records if r.record_key is not None]
-        n = len(recs)
-        if n == 0:
+    def add_deletes(self, entries: DeleteColumns) -> None:
+        """A delete block's entries (entries without a record key are ignored)."""
+        if len(entries) == 0:
             return
-        keys = pa.array([r.record_key for r in recs], pa.string())
+        if entries.keys.null_count:
+            entries = entries.filter(entries.keys.is_valid())
+        n = len(entries)
+        is_ctd = entries.is_default_ordering
         cls = np.empty(n, np.int16)
-        is_ctd = np.zeros(n, np.bool_)
-        values: list[list[object]] = [[] for _ in self._field_types]
-        for i, r in enumerate(recs):
-            c, vals = self._delete_ordering(r)
-            cls[i] = c
-            is_ctd[i] = r.is_default_ordering
-            for j in range(len(values)):
-                values[j].append(vals[j] if vals is not None else None)
-        ordering = [_to_arrow(v, t, self.where) for v, t in zip(values, self._field_types, strict=True)]
-        self._add(_Chunk(keys, np.full(n, K.DELETE_ENTRY, np.int8), np.ones(n, np.bool_), is_ctd, cls, ordering,
-                         np.full(n, -1, np.int64)))
+        types = entries.types
+        ordering: list[pa.Array] = []
+        fields = self._field_classes
+        if len(fields) == 1:
+            jc = fields[0]
+            same = np.array([_WRAPPER_CLASS.get(OrderingType(int(t))) == jc if t else False for t in range(13)])
+            in_field = same[types] & ~is_ctd
+            if jc == _INTEGER:  # Hudi's default Integer 0 is a value of the field's class
+                in_field |= is_ctd
+            cls[:] = K.CLS_FIELD
+            cls[~in_field & is_ctd] = K.CLS_INT_DEFAULT
+            for other in np.flatnonzero(~in_field & ~is_ctd).tolist():
+                cls[other] = self._other_cls(_WRAPPER_CLASS.get(OrderingType(int(types[other])), "?"))
+            ordering = [self._delete_values(entries, in_field, is_ctd, self._field_types[0])]
+        else:
+            ordering_values: list[list[object]] = [[] for _ in fields]
+            for i in range(n):
+                rec = DeleteRecord("", None, entries.value(i), OrderingType(int(types[i])))
+                c, vals = self._delete_ordering(rec)
+                cls[i] = c
+                for j in range(len(fields)):
+                    ordering_values[j].append(vals[j] if vals is not None else None)
+            ordering = [_to_arrow(v, t, self.where) for v, t in zip(ordering_values, self._field_types, strict=True)]
+        self._add(_Chunk(entries.keys, np.full(n, K.DELETE_ENTRY, np.int8), np.ones(n, np.bool_), is_ctd, cls,
+                         ordering, np.full(n, -1, np.int64)))
+
+    def _delete_values(self, e: DeleteColumns, in_field: np.ndarray, is_ctd: np.ndarray,
+                       t: pa.DataType) -> pa.Array:
+        """The ordering values of delete entries of the field's class, as the field's type (null elsewhere)."""
+        mask = ~in_field
+        if pa.types.is_floating(t):
+            return pa.array(e.floats, pa.float64(), mask=mask).cast(t)
+        if pa.types.is_boolean(t):
+            return pa.array(e.ints != 0, pa.bool_(), mask=mask)
+        if pa.types.is_string(t) or pa.types.is_large_string(t):
+            v = e.var.cast(pa.string()) if len(e.var) else pa.array([], pa.string())
+            return pc.if_else(pa.array(in_field), v, pa.scalar(None, pa.string())).cast(t)
+        if pa.types.is_decimal(t):
+            vals = [e.value(i) if in_field[i] else None for i in range(len(e))]
+            return _to_arrow(vals, t, self.where)
+        ints = np.where(is_ctd, 0, e.ints)
+        if pa.types.is_date32(t):
+            return pa.array(ints.astype(np.int32), pa.int32(), mask=mask).cast(t)
+        if pa.types.is_timestamp(t):
+            return pa.array(ints, pa.int64(), mask=mask).cast(t)
+        return pa.array(ints, pa.int64(), mask=mask).cast(t, safe=False)
 
     def _add(self, chunk: _Chunk) -> None:
         self._chunks.append(chunk)
@@ -316,25 +376,23 @@ class LogRecords:
             np.concatenate([c.rows for c in cs]),
         )
 
-    def _fold(self) -> tuple[_Chunk, np.ndarray]:
-        """(all records, index of each key's buffered record after the fold)."""
+    def _fold(self) -> tuple[_Chunk, np.ndarray, KeyTable]:
+        """(all records, each key's buffered record after the fold by key id, the key ids)."""
         ev = self._concat()
-        enc = pc.dictionary_encode(ev.keys)
-        key_id = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-        n_keys = len(enc.dictionary)
+        keys = KeyTable(ev.keys)
         rank = self._ranks(ev)
-        state = np.full(n_keys, -1, np.int64)
+        state = np.full(keys.count, -1, np.int64)
         mode = K.EVENT_TIME if self.merge.mode == EVENT_TIME else K.COMMIT_TIME
-        status, bad = K.fold(key_id, n_keys, ev.kind, ev.is_ctd, ev.cls, rank, mode, state)
+        status, bad = K.fold(keys.ids, keys.count, ev.kind, ev.is_ctd, ev.cls, rank, mode, state)
         if status != K.OK:
             key = ev.keys[int(bad)].as_py()
-            prev_cls = self._cls_name(int(ev.cls[state[key_id[bad]]]))
+            prev_cls = self._cls_name(int(ev.cls[state[keys.ids[bad]]]))
             raise MergeError(
                 f"{self.where}: record key {key!r}: Hudi compares its ordering values "
                 f"({', '.join(self.merge.ordering_fields)}) as {self._cls_name(int(ev.cls[bad]))} and "
                 f"{prev_cls}, which it cannot (EVENT_TIME_ORDERING); the slice cannot be merged"
             )
-        return ev, state
+        return ev, state, keys
 
     def _cls_name(self, c: int) -> str:
         if c == K.CLS_FIELD:
@@ -349,6 +407,12 @@ class LogRecords:
         sel = np.flatnonzero(ev.cls == K.CLS_FIELD)
         if not len(sel) or not self._field_types:
             return rank
+        if len(ev.ordering) == 1:  # a single integral or floating field: its (total-order) value is its rank
+            a = _sortable(ev.ordering[0])
+            if pa.types.is_integer(a.type) or pa.types.is_boolean(a.type):
+                vals = np.asarray(a.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False), np.int64)
+                rank[sel] = vals[sel]
+                return rank
         idx = pa.array(sel)
         cols = [_sortable(a.take(idx)) for a in ev.ordering]
         names = [f"o{j}" for j in range(len(cols))]
@@ -367,7 +431,7 @@ class LogRecords:
         return rank
 
     def _compact(self) -> None:
-        ev, state = self._fold()
+        ev, state, _ = self._fold()
         keep = np.sort(state)
         rows = ev.rows[keep]
         data = rows >= 0
@@ -386,44 +450,54 @@ class LogRecords:
         return pa.concat_tables(self._tables) if self._tables else self.schema.empty_table()
 
     def resolve(self) -> Winners:
-        """Each key's buffered record after all log records: the input of the final merge."""
+        """Each key's buffered record after all log records, by key id: the input of the final merge. The log rows
+        stay where they were decoded (``Winners.tables``); a winner names its row by position in them."""
         if not self._chunks:
-            return Winners.empty(self.schema, len(self._field_types))
-        ev, state = self._fold()
-        keep = np.sort(state)
-        idx = pa.array(keep)
-        rows = ev.rows[keep]
-        data = rows >= 0
-        table = self._rows_table()
-        taken = table.take(pa.array(rows[data])) if data.any() else self.schema.empty_table()
-        row_of = np.full(len(keep), -1, np.int64)
-        row_of[data] = np.arange(int(data.sum()))
-        self._chunks, self._tables = [], []
-        return Winners(ev.keys.take(idx), ev.is_delete[keep], ev.is_ctd[keep], ev.cls[keep],
-                       [a.take(idx) for a in ev.ordering], row_of, taken.combine_chunks(), self._cls_name)
+            return Winners.empty(len(self._field_types))
+        ev, state, keys = self._fold()
+        tables, self._chunks, self._tables = self._tables, [], []
+        idx = pa.array(state)
+        return Winners(keys, ev.keys.take(idx), ev.is_delete[state], ev.is_ctd[state], ev.cls[state],
+                       [a.take(idx) for a in ev.ordering], ev.rows[state], tables)
 
 
 @dataclass
 class Winners:
-    """The buffered log record of every key of a slice (one per key)."""
+    """The buffered log record of every key of a slice (one per key, by key id of ``key_table``)."""
 
+    key_table: KeyTable | None
     keys: pa.Array
     is_delete: np.ndarray
     is_ctd: np.ndarray
     cls: np.ndarray
     ordering: list[pa.Array]
-    row: np.ndarray  # row in ``rows`` (data records), -1 for delete entries
-    rows: pa.Table
-    cls_name: object = None
+    row: np.ndarray  # position of a data record's row in ``tables`` (concatenated), -1 for delete entries
+    tables: list[pa.Table]  # the log rows, in the output schema
 
     @staticmethod
-    def empty(schema: pa.Schema, n_fields: int) -> Winners:
-        return Winners(pa.array([], pa.string()), np.zeros(0, np.bool_), np.zeros(0, np.bool_),
-                       np.zeros(0, np.int16), [pa.array([]) for _ in range(n_fields)], np.zeros(0, np.int64),
-                       schema.empty_table())
+    def empty(n_fields: int) -> Winners:
+        return Winners(None, pa.array([], pa.string()), np.zeros(0, np.bool_), np.zeros(0, np.bool_),
+                       np.zeros(0, np.int16), [pa.array([]) for _ in range(n_fields)], np.zeros(0, np.int64), [])
 
     def __len__(self) -> int:
         return len(self.keys)
+
+    @property
+    def total_rows(self) -> int:
+        return sum(t.num_rows for t in self.tables)
+
+    def emit(self, rows: np.ndarray) -> Iterator[pa.Table]:
+        """The log rows at ``rows`` (positions into ``tables``), in log order, one table per decoded block."""
+        mask = np.zeros(self.total_rows, np.bool_)
+        mask[rows] = True
+        off = 0
+        for t in self.tables:
+            sub = mask[off : off + t.num_rows]
+            off += t.num_rows
+            if sub.all():
+                yield t
+            elif sub.any():
+                yield t.filter(pa.array(sub))
 
 
 def final_merge(

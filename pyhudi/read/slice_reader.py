@@ -16,9 +16,15 @@ versions per key is compacted as it is read. Every path is relative to the table
 
 from __future__ import annotations
 
+import os
 import posixpath
+import queue
+import threading
+from collections import deque
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -26,10 +32,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pyhudi.errors import CorruptFileError, InvalidInputError, StorageError
-from pyhudi.io.arrow import binary_buffers, to_binary_array
-from pyhudi.io.logfile import BlockType
+from pyhudi.io.logfile import BlockType, LogBlock
 from pyhudi.io.storage import Storage
-from pyhudi.read import _kernels as K
 from pyhudi.read.logscan import CommittedInstants, scan_log_blocks
 from pyhudi.read.merge import LogRecords, MergeConfig, Winners, final_merge
 from pyhudi.table.fsview import FileSlice
@@ -91,24 +95,61 @@ def conform(t: pa.Table | pa.RecordBatch, schema: pa.Schema, where: str) -> pa.T
     return pa.Table.from_arrays(cols, schema=schema)
 
 
-class KeyTable:
-    """A hash table over distinct record keys (built once, probed per base batch)."""
+_WORKERS = max(1, min(4, os.cpu_count() or 1))
 
-    def __init__(self, keys: pa.Array) -> None:
-        arr = to_binary_array(keys, "record key")
-        self._data, self._offs = binary_buffers(arr)
-        self._keep = arr
-        n = len(arr)
-        size = 1 << max(4, int(2 * max(n, 1) - 1).bit_length())
-        self._slots = np.full(size, -1, np.int64)
-        self._hashes = K.build_table(self._data, self._offs, self._slots)
 
-    def probe(self, keys: pa.Array | pa.ChunkedArray) -> np.ndarray:
-        """For each key: its index in the table, or -1."""
-        arr = to_binary_array(keys, "record key")
-        qd, qo = binary_buffers(arr)
-        out = np.empty(len(arr), np.int64)
-        return K.probe_table(self._slots, self._hashes, self._data, self._offs, qd, qo, out)
+def prefetch(items: Iterator[Any], depth: int = _WORKERS + 1, *, call: bool = True) -> Iterator[Any]:
+    """The results of ``items`` (callables when ``call``, else an iterator's values) computed by background
+    threads at most ``depth`` ahead of the consumer, in order. Errors surface at their item; a consumer that stops
+    early stops the producers."""
+    if call:
+        ex = ThreadPoolExecutor(max_workers=_WORKERS)
+        try:
+            pending: deque[Future[Any]] = deque()
+            for f in items:
+                pending.append(ex.submit(f))
+                if len(pending) > depth:
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
+        finally:
+            ex.shutdown(wait=True, cancel_futures=True)
+        return
+    q: queue.Queue[tuple[bool, Any]] = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def produce() -> None:
+        try:
+            for v in items:
+                while not stop.is_set():
+                    try:
+                        q.put((True, v), timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            q.put((False, None))
+        except BaseException as e:  # handed to the consumer
+            q.put((False, e))
+
+    t = threading.Thread(target=produce, name="pyhudi-prefetch", daemon=True)
+    t.start()
+    try:
+        while True:
+            ok, v = q.get()
+            if not ok:
+                if v is not None:
+                    raise v
+                return
+            yield v
+    finally:
+        stop.set()
+        while t.is_alive():
+            try:
+                q.get_nowait()
+            except queue.Empty:
+                t.join(0.05)
 
 
 class FileSliceReader:
@@ -125,25 +166,33 @@ class FileSliceReader:
 
     # -- log records -------------------------------------------------------------------------------------------
     def log_records(self) -> Winners:
-        """The buffered log record of every key of the slice's logs (after all valid blocks)."""
+        """The buffered log record of every key of the slice's logs (after all valid blocks). Blocks are decoded
+        in threads (the decoders release the GIL), at most a few ahead of the fold, which takes them in order."""
         spec = self.spec
         recs = LogRecords(spec.schema, spec.merge, self.where)
         paths = [self._abs(p) for p in self.slice.log_files]
-        for b in scan_log_blocks(spec.storage, paths, spec.instants, load_content=False, on_compacted="refuse"):
-            where = f"{b.path} (block at offset {b.offset})"
-            if b.block_type == BlockType.DELETE:
-                entries = b.delete_records(spec.storage)
-                if self._wanted is not None:
-                    wanted = set(spec.keys or ())
-                    entries = [e for e in entries if e.record_key in wanted]
-                recs.add_deletes(entries)
+        blocks = scan_log_blocks(spec.storage, paths, spec.instants, load_content=False, on_compacted="refuse")
+        for kind, a, b in prefetch((lambda blk=blk: self._decode(blk)) for blk in blocks):
+            if kind == "delete":
+                recs.add_deletes(a)
             else:
-                block = b.records(spec.storage)
-                if self._wanted is not None:
-                    block = block.filter(pc.is_in(block.column(RECORD_KEY_COL), value_set=self._wanted))
-                recs.add_data(block, conform(block, spec.schema, where))
-            b.release()
+                recs.add_data(a, b)
         return recs.resolve()
+
+    def _decode(self, b: LogBlock) -> tuple[str, Any, Any]:
+        spec = self.spec
+        try:
+            if b.block_type == BlockType.DELETE:
+                entries = b.delete_columns(spec.storage)
+                if self._wanted is not None:
+                    entries = entries.filter(pc.is_in(entries.keys, value_set=self._wanted))
+                return "delete", entries, None
+            block = b.records(spec.storage)
+            if self._wanted is not None:
+                block = block.filter(pc.is_in(block.column(RECORD_KEY_COL), value_set=self._wanted))
+            return "data", block, conform(block, spec.schema, f"{b.path} (block at offset {b.offset})")
+        finally:
+            b.release()
 
     # -- base file ---------------------------------------------------------------------------------------------
     def _base_batches(self) -> Iterator[pa.Table]:
@@ -197,10 +246,12 @@ class FileSliceReader:
         if not len(winners):
             yield from self._base_batches()
             return
-        table = KeyTable(winners.keys)
+        table = winners.key_table
+        assert table is not None
         claimed = np.zeros(len(winners), np.bool_)
+        emitted: list[np.ndarray] = []  # winners whose log row replaces a base row
         fields = spec.merge.ordering_fields
-        for base in self._base_batches():
+        for base in prefetch(iter(self._base_batches()), depth=2, call=False):
             keys = base.column(RECORD_KEY_COL)
             at = table.probe(keys)
             hit = at >= 0
@@ -216,13 +267,9 @@ class FileSliceReader:
             keep = ~hit
             keep[rows[~log_wins]] = True
             yield base.filter(pa.array(keep))
-            take = matched[log_wins]
-            take = take[~winners.is_delete[take]]
-            if len(take):
-                yield winners.rows.take(pa.array(winners.row[take]))
-        rest = np.flatnonzero(~claimed & ~winners.is_delete)
-        if len(rest):
-            rest_rows = winners.row[rest]
-            for i in range(0, len(rest_rows), spec.batch_rows):
-                yield winners.rows.take(pa.array(rest_rows[i : i + spec.batch_rows]))
+            emitted.append(matched[log_wins])
+        # the log rows follow, in log order: those that replace a base row, then the keys no base row has
+        take = np.concatenate([*emitted, np.flatnonzero(~claimed)])
+        take = take[~winners.is_delete[take]]
+        yield from winners.emit(winners.row[take])
 

@@ -287,3 +287,15 @@ def test_fixture_data_table_delete_blocks_decode() -> None:
                         assert encode_delete_content(recs) == b.content
                         seen += 1
     assert seen == 4
+
+
+def test_delete_columns_compiled_decoder_matches_records() -> None:
+    """Every branch but ARRAY goes through the compiled decoder (ARRAY blocks through the general one)."""
+    from pyhudi.io.logfile import OrderingType, decode_delete_columns
+
+    recs = [DeleteRecord(f"k{i}", "p" if i % 2 else None, v, t) for i, (v, t) in enumerate(_every_ordering())
+            if t != OrderingType.ARRAY]
+    recs.append(DeleteRecord(None, None, 0))
+    cols = decode_delete_columns(encode_delete_content(recs))
+    assert not cols.arrays and cols.records() == recs
+    assert cols.is_default_ordering.tolist() == [r.is_default_ordering for r in recs]
