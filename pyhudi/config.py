@@ -212,6 +212,10 @@ READ_BATCH_ROWS = Option(
     "pyhudi.read.batch.rows", str(1 << 16),
     "Rows per Arrow batch a file-slice reader returns (base files are streamed in batches of this size).",
     section=_R)
+READ_LOG_COMPACT_ROWS = Option(
+    "pyhudi.read.log.compact.rows", "2000000",
+    "A file-slice reader folds the log records it holds into one per key whenever this many have accumulated: "
+    "memory follows the log's distinct keys, not its length.", section=_R)
 
 # -- metadata table -------------------------------------------------------------------------------------------------
 METADATA_ENABLE = Option(

@@ -102,8 +102,12 @@ def _commit(tl: ActiveTimeline, t: str, done: str, action: str, files: list[tupl
 
 
 def make_tables(root: str, base_rows: int, log_records: int, commits: int = 10, insert_fraction: float = 0.1,
-                deletes_per_commit: int = 1000, seed: int = 7) -> dict[str, Any]:
-    """Write the ``mor`` and ``compacted`` tables under ``root`` (see the module docstring)."""
+                deletes_per_commit: int = 1000, seed: int = 7, update_keys: int | None = None,
+                model: dict[str, tuple[int | None, float]] | None = None) -> dict[str, Any]:
+    """Write the ``mor`` and ``compacted`` tables under ``root`` (see the module docstring). Updates pick their
+    keys among the first ``update_keys`` base keys (all by default). ``model``, if given, is filled with what the
+    slice must read as, computed record by record here (key -> (ts, fare)): the greatest ts wins, ties the later
+    record; a delete (Hudi's default ordering value) removes the key, a later record brings it back."""
     rng = np.random.default_rng(seed)
     ms = 1_767_225_600_000
     mor = posixpath.join(root, "mor")
@@ -114,6 +118,10 @@ def make_tables(root: str, base_rows: int, log_records: int, commits: int = 10, 
     rows = _records(base_keys, rng.integers(0, 1000, base_rows), t0, name, rng, 0)
     pq.write_table(rows, posixpath.join(mor, name), row_group_size=1 << 17)
     _commit(tl, t0, format_instant_time(ms + 500), "deltacommit", [(name, base_rows)])
+    if model is not None:
+        model.update(zip(rows.column("uuid").to_pylist(),
+                         zip(rows.column("ts").to_pylist(), rows.column("fare").to_pylist(), strict=True),
+                         strict=True))
     schema_json = _block_schema()
     per = log_records // commits
     live = base_keys
@@ -122,7 +130,8 @@ def make_tables(root: str, base_rows: int, log_records: int, commits: int = 10, 
         ms += 1000
         t = format_instant_time(ms)
         n_ins = int(per * insert_fraction)
-        upd = live.take(pa.array(rng.integers(0, len(live), per - n_ins)))
+        pool = min(len(live), update_keys) if update_keys else len(live)
+        upd = live.take(pa.array(rng.integers(0, pool, per - n_ins)))
         ins = _keys(rng, n_ins)
         keys = pa.concat_arrays([upd, ins])
         recs = _records(keys, rng.integers(1000 * (c + 1), 1000 * (c + 2), len(keys)), t, FILE_ID, rng, 0)
@@ -131,10 +140,21 @@ def make_tables(root: str, base_rows: int, log_records: int, commits: int = 10, 
         blob = avro_data_block(recs, t, schema_json) + delete_block(
             [DeleteRecord(k, "", 0) for k in gone], t, schema_json=schema_json)
         t_log += time.perf_counter() - start
+        if model is not None:
+            for k, ts, fare in zip(keys.to_pylist(), recs.column("ts").to_pylist(), recs.column("fare").to_pylist(),
+                                   strict=True):
+                cur = model.get(k)
+                if cur is None or cur[0] is None or ts >= cur[0]:
+                    model[k] = (ts, fare)
+            for k in gone:
+                model[k] = (None, 0.0)  # deleted (a later record's greater ts brings it back)
         log_name = f".{FILE_ID}_{t}.log.1_{TOKEN}"
         storage.write_bytes(posixpath.join(mor, log_name), blob)
         _commit(tl.reload(), t, format_instant_time(ms + 500), "deltacommit", [(log_name, len(keys))])
         live = pa.concat_arrays([live, ins])
+    if model is not None:
+        for k in [k for k, v in model.items() if v[0] is None]:
+            del model[k]
     from pyhudi.read import plan as read_plan
     from pyhudi.table.table import Table
 
@@ -152,15 +172,36 @@ def make_tables(root: str, base_rows: int, log_records: int, commits: int = 10, 
             "merged_rows": merged.num_rows, "log_encode_s": round(t_log, 3)}
 
 
-def read_once(base: str) -> dict[str, Any]:
-    """Read a table's snapshot through the file-slice reader, consuming batches as they come (this process)."""
+def _rss_mb() -> tuple[float, float]:
+    """(current, peak) resident set size of this process in MiB: Linux's VmRSS and VmHWM (which, unlike
+    ``ru_maxrss``, start afresh at exec: a child does not inherit its parent's peak)."""
     import resource
 
+    try:
+        with open("/proc/self/status") as f:
+            vals = {k: float(v.split()[0]) / 1024 for k, v in (ln.split(":", 1) for ln in f) if k in ("VmRSS", "VmHWM")}
+        return round(vals["VmRSS"], 1), round(vals["VmHWM"], 1)
+    except (OSError, KeyError, ValueError):
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        return peak, peak
+
+
+def read_once(base: str, log_compact_rows: int | None = None, as_of: str | None = None) -> dict[str, Any]:
+    """Read a table's snapshot through the file-slice reader, consuming batches as they come (this process).
+    ``peak_rss_mb`` is the process's peak; ``read_rss_mb`` what the read added to the process as it was before
+    (imports and compiled kernels loaded)."""
     from pyhudi.read import plan as read_plan
+    from pyhudi.read import warm_up
     from pyhudi.table.table import Table
 
+    warm_up()  # the compiled kernels loaded (from numba's cache) before the clock starts
+    before, _ = _rss_mb()
     table = Table.open(base)
-    plan = read_plan.snapshot(table)
+    plan = read_plan.snapshot(table, as_of=as_of)
+    if log_compact_rows is not None:
+        from dataclasses import replace
+
+        plan = read_plan.ScanPlan(replace(plan.read, log_compact_rows=log_compact_rows), plan.slices)
     pool = pa.default_memory_pool()
     start = time.perf_counter()
     cpu = time.process_time()
@@ -170,17 +211,19 @@ def read_once(base: str) -> dict[str, Any]:
         rows += b.num_rows
         checksum += float(pa.compute.sum(b.column("fare")).as_py() or 0.0)
     secs = time.perf_counter() - start
-    return {"seconds": round(secs, 3), "cpu_seconds": round(time.process_time() - cpu, 3), "rows": rows, "fare_sum": round(checksum, 3),
-            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    _, peak = _rss_mb()
+    return {"seconds": round(secs, 3), "cpu_seconds": round(time.process_time() - cpu, 3), "rows": rows,
+            "fare_sum": round(checksum, 3), "peak_rss_mb": peak, "read_rss_mb": round(peak - before, 1),
             "arrow_peak_mb": round(pool.max_memory() / 2**20, 1)}
 
 
-def measure_read(base: str, repeat: int = 3) -> dict[str, Any]:
-    """:func:`read_once` in fresh processes (the best of ``repeat``; the first run also compiles kernels, cached
-    on disk)."""
+def measure_read(base: str, repeat: int = 3, log_compact_rows: int | None = None,
+                 as_of: str | None = None) -> dict[str, Any]:
+    """:func:`read_once` in fresh processes (the best of ``repeat``)."""
     best: dict[str, Any] | None = None
+    extra = [str(log_compact_rows or 0), as_of or ""]
     for _ in range(repeat):
-        out = subprocess.run([sys.executable, "-m", "pyhudi.bench.mor_bench", "read", base], check=True,
+        out = subprocess.run([sys.executable, "-m", "pyhudi.bench.mor_bench", "read", base, *extra], check=True,
                              capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"})
         got = json.loads(out.stdout.strip().splitlines()[-1])
         if best is None or got["seconds"] < best["seconds"]:
@@ -244,9 +287,10 @@ def run(root: str, base_rows: int, log_records: int, commits: int) -> dict[str, 
 
 def main(argv: list[str]) -> None:
     if argv[:1] == ["read"]:
-        print(json.dumps(read_once(argv[1])))
+        compact = int(argv[2]) if len(argv) > 2 and int(argv[2]) > 0 else None
+        print(json.dumps(read_once(argv[1], compact, argv[3] if len(argv) > 3 and argv[3] else None)))
         return
-    raise SystemExit("usage: python -m pyhudi.bench.mor_bench read TABLE")
+    raise SystemExit("usage: python -m pyhudi.bench.mor_bench read TABLE [LOG_COMPACT_ROWS [AS_OF]]")
 
 
 if __name__ == "__main__":

@@ -191,9 +191,9 @@ class _Chunk:
 class LogRecords:
     """The log records of one file slice, accumulated block by block (as Arrow), folded per key on demand.
 
-    ``schema`` is the output schema; rows of data blocks are kept in it. Every ``compact_rows`` records the
-    accumulated records are folded and only each key's buffered record is kept, so memory follows the number of
-    distinct keys, not the number of log records.
+    ``schema`` is the output schema; rows of data blocks are kept in it. When ``compact_rows`` records (and at
+    least twice as many as the last fold kept) have accumulated, they are folded and only each key's buffered
+    record is kept, so memory follows the number of distinct keys, not the number of log records.
     """
 
     def __init__(self, schema: pa.Schema, merge: MergeConfig, where: str, compact_rows: int = 2_000_000) -> None:
@@ -209,6 +209,7 @@ class LogRecords:
         self._tables: list[pa.Table] = []  # data rows, in the output schema
         self._nrows = 0
         self._pending = 0
+        self._next_compact = compact_rows
 
     @property
     def empty(self) -> bool:
@@ -239,10 +240,11 @@ class LogRecords:
             val = block.column(m.delete_field).cast(pa.string())
             is_delete |= _true(pc.equal(val, pa.scalar(m.delete_marker, pa.string())))
         ordering, cls, is_int_zero = self._data_ordering(rows)
-        self._add(_Chunk(keys, np.full(n, K.DATA, np.int8), is_delete, is_delete & is_int_zero, cls, ordering,
-                         np.arange(self._nrows, self._nrows + n, dtype=np.int64)))
-        self._tables.append(rows)
+        first = self._nrows
+        self._tables.append(rows)  # before _add: it may compact, folding this block's rows too
         self._nrows += n
+        self._add(_Chunk(keys, np.full(n, K.DATA, np.int8), is_delete, is_delete & is_int_zero, cls, ordering,
+                         np.arange(first, first + n, dtype=np.int64)))
 
     def add_deletes(self, entries: DeleteColumns) -> None:
         """A delete block's entries (entries without a record key are ignored)."""
@@ -303,7 +305,7 @@ class LogRecords:
     def _add(self, chunk: _Chunk) -> None:
         self._chunks.append(chunk)
         self._pending += len(chunk.keys)
-        if self._pending >= self.compact_rows:
+        if self._pending >= self._next_compact:
             self._compact()
 
     def _data_ordering(self, rows: pa.Table) -> tuple[list[pa.Array], np.ndarray, np.ndarray]:
@@ -445,6 +447,9 @@ class LogRecords:
         self._tables = [taken.combine_chunks()]
         self._nrows = taken.num_rows
         self._pending = len(keep)
+        # the next fold when as many records again have come: folding costs what is held, so many distinct keys
+        # must not make every fold copy them all (amortised linear)
+        self._next_compact = max(self.compact_rows, 2 * len(keep))
 
     def _rows_table(self) -> pa.Table:
         return pa.concat_tables(self._tables) if self._tables else self.schema.empty_table()

@@ -31,6 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from pyhudi import config as C
 from pyhudi.errors import CorruptFileError, InvalidInputError, StorageError
 from pyhudi.io.logfile import BlockType, LogBlock
 from pyhudi.io.storage import Storage
@@ -39,7 +40,8 @@ from pyhudi.read.merge import LogRecords, MergeConfig, Winners, final_merge
 from pyhudi.table.fsview import FileSlice
 from pyhudi.table.schema import COMMIT_TIME_COL, RECORD_KEY_COL
 
-DEFAULT_BATCH_ROWS = 1 << 16
+DEFAULT_BATCH_ROWS = int(str(C.READ_BATCH_ROWS.default))
+DEFAULT_LOG_COMPACT_ROWS = int(str(C.READ_LOG_COMPACT_ROWS.default))
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,7 @@ class ReadSpec:
     keys: tuple[str, ...] | None = None  # point read: only these record keys
     read_optimized: bool = False  # base files only
     batch_rows: int = DEFAULT_BATCH_ROWS
+    log_compact_rows: int = DEFAULT_LOG_COMPACT_ROWS
 
 
 def conform(t: pa.Table | pa.RecordBatch, schema: pa.Schema, where: str) -> pa.Table:
@@ -98,7 +101,7 @@ def conform(t: pa.Table | pa.RecordBatch, schema: pa.Schema, where: str) -> pa.T
 _WORKERS = max(1, min(4, os.cpu_count() or 1))
 
 
-def prefetch(items: Iterator[Any], depth: int = _WORKERS + 1, *, call: bool = True) -> Iterator[Any]:
+def prefetch(items: Iterator[Any], depth: int = _WORKERS, *, call: bool = True) -> Iterator[Any]:
     """The results of ``items`` (callables when ``call``, else an iterator's values) computed by background
     threads at most ``depth`` ahead of the consumer, in order. Errors surface at their item; a consumer that stops
     early stops the producers."""
@@ -169,7 +172,7 @@ class FileSliceReader:
         """The buffered log record of every key of the slice's logs (after all valid blocks). Blocks are decoded
         in threads (the decoders release the GIL), at most a few ahead of the fold, which takes them in order."""
         spec = self.spec
-        recs = LogRecords(spec.schema, spec.merge, self.where)
+        recs = LogRecords(spec.schema, spec.merge, self.where, spec.log_compact_rows)
         paths = [self._abs(p) for p in self.slice.log_files]
         blocks = scan_log_blocks(spec.storage, paths, spec.instants, load_content=False, on_compacted="refuse")
         for kind, a, b in prefetch((lambda blk=blk: self._decode(blk)) for blk in blocks):
@@ -251,7 +254,7 @@ class FileSliceReader:
         claimed = np.zeros(len(winners), np.bool_)
         emitted: list[np.ndarray] = []  # winners whose log row replaces a base row
         fields = spec.merge.ordering_fields
-        for base in prefetch(iter(self._base_batches()), depth=2, call=False):
+        for base in prefetch(iter(self._base_batches()), depth=1, call=False):
             keys = base.column(RECORD_KEY_COL)
             at = table.probe(keys)
             hit = at >= 0

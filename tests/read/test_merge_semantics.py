@@ -236,3 +236,22 @@ def test_unsupported_merge_modes_are_refused(tmp_path: Path) -> None:
     m.commit(base={FG: [r("a", 1, 1.0)]})
     with pytest.raises(PyHudiError, match=r"hoodie\.record\.merge\.mode=CUSTOM"):
         Table.open(m.base).to_arrow()
+
+
+def test_folding_held_log_records_early_changes_nothing(tmp_path: Path) -> None:
+    """A reader that folds its held log records every few records (to bound memory) merges exactly as one that
+    folds once: the fold is a left fold per key."""
+    from dataclasses import replace
+
+    from pyhudi.read import plan as read_plan
+
+    m = MorTable(tmp_path / "t", is_deleted=True)
+    m.commit(base={FG: [r(f"k{i}", 5, 1.0) for i in range(20)]})
+    for c in range(6):
+        m.commit(logs={FG: [data(*[r(f"k{(i * 7 + c) % 25}", 3 + c, float(c), _hoodie_is_deleted=(i + c) % 9 == 0)
+                                   for i in range(15)]), deletes(f"k{c}", (f"k{c + 3}", 6, OrderingType.LONG))]})
+    plan = read_plan.snapshot(Table.open(m.base))
+    once = plan.to_arrow().sort_by("id").to_pylist()
+    for every in (1, 2, 7, 16):
+        small = read_plan.ScanPlan(replace(plan.read, log_compact_rows=every), plan.slices)
+        assert small.to_arrow().sort_by("id").to_pylist() == once, every
