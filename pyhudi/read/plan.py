@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from pyhudi.errors import UnsupportedFormatError
 from pyhudi.read.logscan import CommittedInstants
 from pyhudi.read.merge import MergeConfig
 from pyhudi.read.slice_reader import FileSliceReader, ReadSpec, SliceSpec
@@ -56,6 +57,17 @@ class ScanPlan:
 
 
 def _spec(table: Table, timeline: ActiveTimeline, **kw: object) -> ReadSpec:
+    cfg = table.config
+    if not cfg.populate_meta_fields:
+        raise UnsupportedFormatError(
+            f"{table.base_path}: hoodie.populate.meta.fields=false (records without Hudi's meta columns) is not "
+            "supported by pyhudi's reader"
+        )
+    if cfg.base_file_format.strip().upper() != "PARQUET":
+        raise UnsupportedFormatError(
+            f"{table.base_path}: hoodie.table.base.file.format={cfg.base_file_format}; pyhudi reads parquet base "
+            "files only"
+        )
     schema = with_meta(table.schema())
     merge = MergeConfig.of_table(table.config, schema, table.base_path)
     instants = kw.pop("instants", None) or CommittedInstants.of(timeline.commits())

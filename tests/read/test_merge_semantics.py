@@ -255,3 +255,17 @@ def test_folding_held_log_records_early_changes_nothing(tmp_path: Path) -> None:
     for every in (1, 2, 7, 16):
         small = read_plan.ScanPlan(replace(plan.read, log_compact_rows=every), plan.slices)
         assert small.to_arrow().sort_by("id").to_pylist() == once, every
+
+
+def test_tables_without_meta_fields_or_parquet_are_refused(tmp_path: Path) -> None:
+    from pyhudi.table.properties import meta_path, update_table_config
+
+    m = MorTable(tmp_path / "t")
+    m.commit(base={FG: [r("a", 1, 1.0)]})
+    update_table_config(LOCAL, meta_path(m.base), {"hoodie.populate.meta.fields": "false"})
+    with pytest.raises(PyHudiError, match=r"hoodie\.populate\.meta\.fields=false"):
+        Table.open(m.base).to_arrow()
+    update_table_config(LOCAL, meta_path(m.base), {"hoodie.populate.meta.fields": "true",
+                                                   "hoodie.table.base.file.format": "ORC"})
+    with pytest.raises(PyHudiError, match="parquet base files only"):
+        Table.open(m.base).to_arrow()

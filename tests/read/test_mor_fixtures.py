@@ -149,9 +149,14 @@ def test_validate_and_lookup_commands(zip_name: str, tables: dict[str, str]) -> 
     key = Table.open(base).to_arrow().column("_hoodie_record_key")[0].as_py()
     res = CliRunner().invoke(cli_main, ["lookup", base, key, "--json"])
     assert res.exit_code == 0 and json.loads(res.output.strip().splitlines()[-1])[0]["found"]
-    res = CliRunner().invoke(cli_main, ["read", base, "--json"])
-    assert res.exit_code == 0
-    assert len(res.output.strip().splitlines()) == Table.open(base).to_arrow().num_rows
+    t = Table.open(base)
+    for args, want in ((["--json"], t.to_arrow()), (["--read-optimized", "--json"], t.to_arrow(read_optimized=True)),
+                       (["--start", "0", "--json"], t.incremental_arrow("0"))):
+        res = CliRunner().invoke(cli_main, ["read", base, *args])
+        assert res.exit_code == 0, res.output
+        got = [json.loads(x) for x in res.output.strip().splitlines()]
+        assert sorted(r["_hoodie_commit_seqno"] for r in got) == sorted(
+            want.column("_hoodie_commit_seqno").to_pylist()), args
 
 
 @pytest.mark.spark
