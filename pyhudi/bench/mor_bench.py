@@ -268,6 +268,7 @@ def decode_bench(mor: str, sample: int = 100_000) -> dict[str, Any]:
 
 
 def run(root: str, base_rows: int, log_records: int, commits: int) -> dict[str, Any]:
+    os.makedirs(root, exist_ok=True)
     info = make_tables(root, base_rows, log_records, commits)
     merged = measure_read(info["mor"])
     compacted = measure_read(info["compacted"])
@@ -281,6 +282,7 @@ def run(root: str, base_rows: int, log_records: int, commits: int) -> dict[str, 
                        "output_rows_per_s": round(merged["rows"] / merged["seconds"])},
         "compacted_read": {**compacted, "rows_per_s": round(compacted["rows"] / compacted["seconds"])},
         "merge_vs_compacted": round(merged["seconds"] / compacted["seconds"], 2),
+        "merge_vs_compacted_cpu": round(merged["cpu_seconds"] / compacted["cpu_seconds"], 2),
         "avro_decoding": decode_bench(info["mor"]),
     }
 
