@@ -60,6 +60,7 @@ class Option(str):
 
 
 _W, _IDX, _FILE, _SVC, _MDT, _PY = "write", "index", "storage", "table services", "metadata table", "pyhudi"
+_R = "read"
 
 # -- write: operation and keys ------------------------------------------------------------------------------------
 OPERATION = Option(
@@ -290,6 +291,20 @@ FS_ATOMIC_CREATION_SUPPORT = Option(
     "hoodie.fs.atomic_creation.support", "",
     "Comma-separated URI schemes whose storage creates files atomically (lets FileSystemBasedLockProvider run "
     "on them).", section=_CC)
+
+# -- read -----------------------------------------------------------------------------------------------------------
+READ_SPLIT_BYTES = Option(
+    "pyhudi.read.split.bytes", str(128 * 1024 * 1024),
+    "Spark reads: file slices are packed into tasks of about this many bytes (a slice is never split; at least "
+    "the session's parallelism of tasks, at most one per slice).", section=_R)
+READ_BATCH_ROWS = Option(
+    "pyhudi.read.batch.rows", str(1 << 16),
+    "Rows per Arrow batch a file-slice reader returns (base files are streamed in batches of this size).",
+    section=_R)
+READ_LOG_COMPACT_ROWS = Option(
+    "pyhudi.read.log.compact.rows", "2000000",
+    "A file-slice reader folds the log records it holds into one per key whenever this many have accumulated: "
+    "memory follows the log's distinct keys, not its length.", section=_R)
 
 # -- metadata table -------------------------------------------------------------------------------------------------
 METADATA_ENABLE = Option(

@@ -62,3 +62,8 @@ class UnsafePathError(StorageError):
         self.path = path
         self.root = root
         super().__init__(f"refusing to {operation} {path!r}: {reason} (the table's files lie under {root!r})")
+
+
+class UnsupportedTableError(PyHudiError):
+    """A table pyhudi can read but cannot write exactly (its type or version); refused before anything is
+    written."""

@@ -17,8 +17,15 @@ def emit_json(data: Any) -> None:
 
 
 def _default(o: Any) -> Any:
+    import datetime
+    import decimal
+
     if isinstance(o, bytes):
         return text_or_base64(o)[0]
+    if isinstance(o, (datetime.datetime, datetime.date, datetime.time)):
+        return o.isoformat()
+    if isinstance(o, decimal.Decimal):
+        return str(o)  # exact: a JSON number would go through a float
     if hasattr(o, "item"):
         return o.item()
     raise TypeError(f"cannot serialise {type(o).__name__}")

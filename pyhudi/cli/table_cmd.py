@@ -85,6 +85,8 @@ def write(
         )
     opts[C.OPERATION] = operation
     C.WriteConfig.from_options(opts)  # reject bad options before starting Spark
+    if Table.exists(table):  # a table pyhudi cannot write is refused before Spark starts
+        Table.open(table).check_writable(f"a write ({operation})")
     spark = get_spark()
     df = _read_input(spark, input_path)
     t = Table.for_dataframe(table, df, opts)
@@ -102,21 +104,38 @@ def write(
 
 @click.command()
 @click.argument("table")
-@click.option("--as-of", default=None, help="Read the table as of this completed instant.")
+@click.option("--as-of", default=None, help="Read the table as of this instant (time travel).")
+@click.option("--read-optimized", is_flag=True, help="Base files only (Hudi's read-optimized query: log files of "
+              "merge-on-read tables are not read).")
+@click.option("--start", default=None, help="Incremental read: records written by the commits completed after this "
+              "time (a completion time, yyyyMMddHHmmssSSS).")
+@click.option("--end", default=None, help="Incremental read: ... and completed at or before this time.")
 @click.option("--output", default=None, help="Write the rows to this parquet file instead of printing them.")
 @click.option("--limit", type=click.IntRange(min=0), default=None, help="At most this many rows.")
 @click.option("--key", "keys", multiple=True, help="Only these record keys (read via the record index).")
 @click.option("--json", "as_json", is_flag=True, help="Print rows as JSON lines.")
 def read(
-    table: str, as_of: str | None, output: str | None, limit: int | None, keys: tuple[str, ...], as_json: bool
+    table: str, as_of: str | None, read_optimized: bool, start: str | None, end: str | None, output: str | None,
+    limit: int | None, keys: tuple[str, ...], as_json: bool,
 ) -> None:
-    """Read TABLE's latest snapshot (or as of an instant)."""
+    """Read TABLE's latest snapshot (file slices merged: base and log files), as of an instant, read-optimized
+    (base files only), or incrementally (--start [--end])."""
     from pyhudi.table.table import Table
 
     t = Table.open(table)
-    if keys and as_of:
-        raise InvalidInputError("--key reads the latest snapshot; it cannot be combined with --as-of")
-    data = t.read_keys(list(keys)) if keys else t.to_arrow(as_of=as_of)
+    if keys and (as_of or read_optimized or start or end):
+        raise InvalidInputError("--key reads the latest snapshot; it cannot be combined with --as-of, "
+                                "--read-optimized, --start or --end")
+    if (start or end) and (as_of or read_optimized):
+        raise InvalidInputError("--start/--end (incremental read) cannot be combined with --as-of or --read-optimized")
+    if end and not start:
+        raise InvalidInputError("--end needs --start (an incremental read)")
+    if keys:
+        data = t.read_keys(list(keys))
+    elif start:
+        data = t.incremental_arrow(start, end)
+    else:
+        data = t.to_arrow(as_of=as_of, read_optimized=read_optimized)
     if limit is not None:
         data = data.slice(0, limit)
     if output:
@@ -202,6 +221,8 @@ def validate(table: str, as_json: bool) -> None:
             for k in ("missing", "extra", "wrong"):
                 for item in ri.get(k, []):
                     click.echo(f"  record_index {k}: {item}")
+            for item in ri.get("duplicate_keys", []):
+                click.echo(f"  note: key in two file groups (inserted twice): {item}")
     if not rep.ok:
         raise SystemExit(1)
 
@@ -249,6 +270,7 @@ def index_build(table: str, file_groups: int | None, concurrent: bool, options: 
     from pyhudi.table.table import Table
 
     t = Table.open(table)
+    t.check_writable("building the record index")
     if "record_index" in t.config.metadata_partitions:
         raise InvalidInputError(f"{table} already has a record index")
     n = t.build_record_index(file_groups, options=parse_options(options), concurrent=concurrent)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import struct
 from collections.abc import Iterator, Mapping
 from functools import cache
 from importlib import resources
@@ -149,6 +150,78 @@ def decode_datum(
     if not isinstance(rec, dict):
         raise CorruptFileError("<avro datum>", "Avro datum is not a record")
     return rec
+
+
+class BinaryReader:
+    """Sequential reads of Avro binary encoding from ``data[pos:end]`` (hand-decoded small structures)."""
+
+    __slots__ = ("data", "end", "pos")
+
+    def __init__(self, data: bytes, pos: int = 0, end: int | None = None) -> None:
+        self.data = data
+        self.pos = pos
+        self.end = len(data) if end is None else end
+
+    def _take(self, n: int) -> bytes:
+        if n < 0 or self.pos + n > self.end:
+            raise ValueError(f"{n} bytes at {self.pos} run past the end {self.end}")
+        b = self.data[self.pos : self.pos + n]
+        self.pos += n
+        return b
+
+    def long(self) -> int:
+        shift = 0
+        acc = 0
+        while True:
+            if self.pos >= self.end:
+                raise ValueError(f"varint at {self.pos} runs past the end {self.end}")
+            b = self.data[self.pos]
+            self.pos += 1
+            acc |= (b & 0x7F) << shift
+            if not b & 0x80:
+                break
+            shift += 7
+            if shift > 63:
+                raise ValueError(f"varint longer than 10 bytes at {self.pos}")
+        return (acc >> 1) ^ -(acc & 1)
+
+    def boolean(self) -> bool:
+        return self._take(1) != b"\x00"
+
+    def float32(self) -> float:
+        return float(struct.unpack("<f", self._take(4))[0])
+
+    def float64(self) -> float:
+        return float(struct.unpack("<d", self._take(8))[0])
+
+    def bytes_(self) -> bytes:
+        return self._take(self.long())
+
+    def string(self) -> str:
+        return self.bytes_().decode("utf-8")
+
+    def optional_string(self) -> str | None:
+        """A ``["null", "string"]`` union."""
+        branch = self.long()
+        if branch == 0:
+            return None
+        if branch != 1:
+            raise ValueError(f"union branch {branch} of [null, string] does not exist")
+        return self.string()
+
+    def array_items(self) -> Iterator[int]:
+        """Yields once per item of an array (or map): the caller reads the item each time."""
+        i = 0
+        while True:
+            count = self.long()
+            if count == 0:
+                return
+            if count < 0:
+                count = -count
+                self.long()  # the block's byte size
+            for _ in range(count):
+                yield i
+                i += 1
 
 
 # -- object container files ---------------------------------------------------------------------------------

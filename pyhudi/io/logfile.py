@@ -44,15 +44,17 @@ from __future__ import annotations
 import enum
 import io
 import itertools
+import json
 import posixpath
 import struct
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
-from pyhudi.errors import CorruptFileError, PyHudiError
+from pyhudi.errors import CorruptFileError, PyHudiError, UnsupportedFormatError
 from pyhudi.hfile import HFileReader, hfile_bytes
 from pyhudi.io import avro
 from pyhudi.io.compression import CODEC_GZ
@@ -101,13 +103,98 @@ class CommandType(enum.IntEnum):
 DATA_BLOCK_TYPES = frozenset({BlockType.AVRO_DATA, BlockType.HFILE_DATA, BlockType.PARQUET_DATA, BlockType.CDC_DATA})
 
 
+class OrderingType(enum.IntEnum):
+    """Branch of the ``orderingVal`` union of a delete-block entry (Java's wrapper records, Hudi 1.1).
+
+    Each wrapper is a record with one field, so on the wire a branch is the bare value: boolean, int, long,
+    float, double, bytes, string; DATE an int of days, DECIMAL bytes of decimal(30,15), TIME_MICROS and
+    TIMESTAMP_MICROS a long; ARRAY (several ordering fields) a nullable array of wrapped values.
+    """
+
+    NULL = 0
+    BOOLEAN = 1
+    INT = 2
+    LONG = 3
+    FLOAT = 4
+    DOUBLE = 5
+    BYTES = 6
+    STRING = 7
+    DATE = 8
+    DECIMAL = 9
+    TIME_MICROS = 10
+    TIMESTAMP_MICROS = 11
+    ARRAY = 12
+
+
+#: the elements of an ARRAY ordering value: this union (``ArrayWrapper.wrappedValues`` items) has no ARRAY branch
+#: but a LOCAL_DATE one (an int of days) at 12
+_ARRAY_ITEM_LOCAL_DATE = 12
+#: scale of DecimalWrapper values
+DECIMAL_WRAPPER_SCALE = 15
+_INT32 = (-(1 << 31), (1 << 31) - 1)
+
+
+@dataclass(frozen=True)
+class OrderingValue:
+    """A typed ordering value (an element of an ARRAY ordering value)."""
+
+    type: OrderingType
+    value: Any
+
+
+def infer_ordering_type(v: Any) -> OrderingType:
+    """The wrapper Java writes for a Python value: bool -> BOOLEAN, int -> INT (or LONG outside int32), float ->
+    DOUBLE, bytes -> BYTES, str -> STRING, date -> DATE, Decimal -> DECIMAL, datetime -> TIMESTAMP_MICROS,
+    tuple/list -> ARRAY, None -> NULL."""
+    import datetime as _dt
+    import decimal as _dec
+
+    if v is None:
+        return OrderingType.NULL
+    if isinstance(v, bool):
+        return OrderingType.BOOLEAN
+    if isinstance(v, int):
+        return OrderingType.INT if _INT32[0] <= v <= _INT32[1] else OrderingType.LONG
+    if isinstance(v, float):
+        return OrderingType.DOUBLE
+    if isinstance(v, bytes):
+        return OrderingType.BYTES
+    if isinstance(v, str):
+        return OrderingType.STRING
+    if isinstance(v, _dt.datetime):
+        return OrderingType.TIMESTAMP_MICROS
+    if isinstance(v, _dt.date):
+        return OrderingType.DATE
+    if isinstance(v, _dec.Decimal):
+        return OrderingType.DECIMAL
+    if isinstance(v, (tuple, list)):
+        return OrderingType.ARRAY
+    raise PyHudiError(f"unsupported ordering value type {type(v).__name__} in a delete block")
+
+
 @dataclass(frozen=True)
 class DeleteRecord:
-    """One entry of a delete block."""
+    """One entry of a delete block: the key and the ordering value of the deleted record.
+
+    ``ordering_type`` is the union branch (inferred from the value when not given, see
+    :func:`infer_ordering_type`). Hudi's default ordering value, ``Integer 0`` (INT 0), marks a delete that wins
+    regardless of event time (SQL ``DELETE``, deletes without an ordering value).
+    """
 
     record_key: str | None
     partition_path: str | None = None
     ordering_value: Any = None
+    ordering_type: OrderingType | None = None
+
+    def __post_init__(self) -> None:
+        if self.ordering_type is None:
+            object.__setattr__(self, "ordering_type", infer_ordering_type(self.ordering_value))
+
+    @property
+    def is_default_ordering(self) -> bool:
+        """True for Hudi's default ordering value (``Integer 0``) or none: a commit-time-ordering delete."""
+        t = self.ordering_type
+        return t == OrderingType.NULL or (t == OrderingType.INT and self.ordering_value == 0)
 
 
 # -- blocks ---------------------------------------------------------------------------------------------------
@@ -198,10 +285,50 @@ class LogBlock:
             zip(table.column("key").to_pylist(), table.column("value").to_pylist(), strict=True)
         )
 
-    def delete_records(self) -> list[DeleteRecord]:
-        """The entries of a DELETE block."""
+    def delete_records(self, storage: Storage | None = None) -> list[DeleteRecord]:
+        """The entries of a DELETE block (content read from ``storage`` if it is not loaded)."""
+        return self.delete_columns(storage).records()
+
+    def delete_columns(self, storage: Storage | None = None) -> DeleteColumns:
+        """The entries of a DELETE block as columns (content read from ``storage`` if it is not loaded)."""
         self._expect(BlockType.DELETE)
-        return decode_delete_content(self.content, self.path)
+        return decode_delete_columns(self.fetch(storage) if storage is not None else self.content, self.path)
+
+    def records(self, storage: Storage | None = None) -> pa.Table:
+        """The records of an AVRO_DATA or PARQUET_DATA block, as Arrow (columns of the block's own schema); the
+        content is read from ``storage`` if it is not loaded.
+
+        HFILE_DATA blocks (metadata table) are read with :meth:`hfile_records`; CDC blocks belong to ``.cdc`` log
+        files, which readers of the table skip."""
+        where = f"{self.path} (block at offset {self.offset})"
+        content = self.fetch(storage) if storage is not None else self.content
+        if self.block_type == BlockType.AVRO_DATA:
+            return decode_avro_block_content(content, self.schema, where)
+        if self.block_type == BlockType.PARQUET_DATA:
+            return decode_parquet_block_content(content, where)
+        raise UnsupportedFormatError(
+            f"{where}: {self.block_type.name} log blocks in a data table are not supported (Avro and parquet "
+            "data blocks are)"
+        )
+
+    def fetch(self, storage: Storage) -> bytes:
+        """The content, read now from ``storage`` if it is not loaded (the block's file may be closed)."""
+        if self._content is None:
+            with storage.open_input(self.path) as f:
+                data = f.read_at(self.content_length, self.content_offset)
+            if len(data) != self.content_length:
+                raise CorruptFileError(self.path, "short read of block content", self.content_offset)
+            self._content = bytes(data)
+        return self._content
+
+    def detach(self) -> LogBlock:
+        """Forget the open file this block was read from (its content is then read with :meth:`fetch`)."""
+        self._source = None
+        return self
+
+    def release(self) -> None:
+        """Drop the loaded content (read it again with :meth:`fetch`)."""
+        self._content = None
 
     def _expect(self, t: BlockType) -> None:
         if self.block_type != t:
@@ -380,31 +507,224 @@ def read_log_blocks(storage: Storage, path: str, *, load_content: bool = True) -
 
 
 # -- content codecs -------------------------------------------------------------------------------------------
-def decode_delete_content(content: bytes, path: str = "<delete block>") -> list[DeleteRecord]:
+@dataclass
+class DeleteColumns:
+    """The entries of a delete block as columns (decoded by a compiled loop).
+
+    ``types`` holds each entry's ordering-value branch (:class:`OrderingType`); its value is in ``ints`` (INT, LONG,
+    DATE days, TIME_MICROS, TIMESTAMP_MICROS, BOOLEAN 0/1), ``floats`` (FLOAT, DOUBLE) or ``var`` (BYTES, STRING
+    UTF-8, DECIMAL unscaled big-endian); ARRAY values (several ordering fields) are in ``arrays`` by entry index.
+    """
+
+    keys: pa.Array  # string, null for an entry without a key
+    partitions: pa.Array  # string
+    types: np.ndarray  # int8
+    ints: np.ndarray  # int64
+    floats: np.ndarray  # float64
+    var: pa.Array  # binary
+    arrays: dict[int, tuple[OrderingValue, ...] | None] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.types)
+
+    def filter(self, mask: pa.Array) -> DeleteColumns:
+        """The entries where ``mask`` (an Arrow boolean array; null counts as false) is true."""
+        keep = np.asarray(mask.fill_null(False).to_numpy(zero_copy_only=False), np.bool_)
+        idx = np.flatnonzero(keep)
+        sel = pa.array(idx, pa.int64())
+        return DeleteColumns(self.keys.take(sel), self.partitions.take(sel), self.types[keep], self.ints[keep],
+                             self.floats[keep], self.var.take(sel),
+                             {j: self.arrays[int(i)] for j, i in enumerate(idx) if int(i) in self.arrays})
+
+    @property
+    def is_default_ordering(self) -> np.ndarray:
+        """Hudi's default ordering value (Integer 0) or none, per entry."""
+        return (self.types == OrderingType.NULL) | ((self.types == OrderingType.INT) & (self.ints == 0))
+
+    def value(self, i: int) -> Any:
+        """The Python value of entry ``i``'s ordering value (as :class:`DeleteRecord` holds it)."""
+        import datetime as _dt
+        import decimal as _dec
+
+        t = OrderingType(int(self.types[i]))
+        if t == OrderingType.NULL:
+            return None
+        if t == OrderingType.ARRAY:
+            return self.arrays.get(i)
+        if t == OrderingType.BOOLEAN:
+            return bool(self.ints[i])
+        if t in (OrderingType.INT, OrderingType.LONG, OrderingType.TIME_MICROS, OrderingType.TIMESTAMP_MICROS):
+            return int(self.ints[i])
+        if t == OrderingType.DATE:
+            return _dt.date(1970, 1, 1) + _dt.timedelta(days=int(self.ints[i]))
+        if t in (OrderingType.FLOAT, OrderingType.DOUBLE):
+            return float(self.floats[i])
+        raw = self.var[i].as_py()
+        if t == OrderingType.STRING:
+            return raw.decode("utf-8")
+        if t == OrderingType.DECIMAL:
+            return _dec.Decimal(int.from_bytes(raw, "big", signed=True)).scaleb(-DECIMAL_WRAPPER_SCALE)
+        return raw
+
+    def records(self) -> list[DeleteRecord]:
+        keys = self.keys.to_pylist()
+        parts = self.partitions.to_pylist()
+        return [DeleteRecord(keys[i], parts[i], self.value(i), OrderingType(int(self.types[i])))
+                for i in range(len(self))]
+
+
+def decode_delete_columns(content: bytes, path: str = "<delete block>") -> DeleteColumns:
+    """The entries of a delete block's content as columns: int32 version (3), int32 length, then one Avro binary
+    datum of ``HoodieDeleteRecordList`` (``pyhudi/avro/HoodieDeleteRecordList.avsc``, Java's wrapper-record union
+    for the ordering value)."""
+    from pyhudi.io import _avro_kernels as AK
+
     if len(content) < 8:
         raise CorruptFileError(path, "delete block content is too short")
     (version,) = _INT.unpack_from(content, 0)
     if version != LOG_BLOCK_VERSION:
-        raise CorruptFileError(path, f"delete block version {version} is not supported (need 3)")
+        raise CorruptFileError(
+            path, f"delete block version {version} is not supported (need 3: the Avro layout of Hudi 0.14+)"
+        )
     (n,) = _INT.unpack_from(content, 4)
     if n < 0 or 8 + n > len(content):
         raise CorruptFileError(path, f"delete block payload length {n} runs past the content")
-    rec = avro.decode_datum(content[8 : 8 + n], "HoodieDeleteRecordList")
-    return [
-        DeleteRecord(r.get("recordKey"), r.get("partitionPath"), r.get("orderingVal"))
-        for r in rec.get("deleteRecordList") or []
-    ]
+    buf = np.frombuffer(content, np.uint8)
+    cap = n // 3 + 1
+    ks, kl, ps, pl = (np.zeros(cap, np.int64) for _ in range(4))
+    otype = np.zeros(cap, np.int8)
+    oint = np.zeros(cap, np.int64)
+    ofloat = np.zeros(cap, np.float64)
+    vs, vl = np.zeros(cap, np.int64), np.full(cap, -1, np.int64)
+    status, m, stop = AK.decode_delete_list(buf, 8, 8 + n, ks, kl, ps, pl, otype, oint, ofloat, vs, vl)
+    if status == 1:  # ARRAY ordering values: the general decoder
+        recs = _decode_delete_records(content, n, path)
+        return _columns_of(recs)
+    if status != AK.OK:
+        raise CorruptFileError(path, f"malformed delete block: entry {m}: {status}")
+    if stop != 8 + n:
+        raise CorruptFileError(path, f"malformed delete block: {8 + n - stop} bytes left after the record list")
+    from pyhudi.io.arrow import binary_array
+
+    def strings(starts: np.ndarray, lens: np.ndarray) -> pa.Array:
+        valid = lens[:m] >= 0
+        offs = np.zeros(m + 1, np.int64)
+        np.cumsum(np.where(valid, lens[:m], 0), out=offs[1:])
+        data = np.empty(int(offs[-1]), np.uint8)
+        from pyhudi.io import _avro_kernels as AK2
+
+        AK2.gather(buf, starts[:m], np.maximum(lens[:m], 0), valid, data, offs)
+        return binary_array(data, offs, valid)
+
+    keys = strings(ks, kl).cast(pa.string())
+    parts = strings(ps, pl).cast(pa.string())
+    var = strings(vs, vl)
+    return DeleteColumns(keys, parts, otype[:m].copy(), oint[:m].copy(), ofloat[:m].copy(), var)
+
+
+def _columns_of(recs: list[DeleteRecord]) -> DeleteColumns:
+    import datetime as _dt
+    import decimal as _dec
+
+    m = len(recs)
+    types = np.array([int(r.ordering_type or 0) for r in recs], np.int8)
+    ints = np.zeros(m, np.int64)
+    floats = np.zeros(m, np.float64)
+    var: list[bytes | None] = [None] * m
+    arrays: dict[int, tuple[OrderingValue, ...] | None] = {}
+    for i, r in enumerate(recs):
+        t, v = r.ordering_type, r.ordering_value
+        if t == OrderingType.ARRAY:
+            arrays[i] = v
+        elif t == OrderingType.DATE:
+            ints[i] = (v - _dt.date(1970, 1, 1)).days
+        elif t in (OrderingType.FLOAT, OrderingType.DOUBLE):
+            floats[i] = v
+        elif t == OrderingType.STRING:
+            var[i] = v.encode("utf-8")
+        elif t == OrderingType.BYTES:
+            var[i] = v
+        elif t == OrderingType.DECIMAL:
+            u = int(_dec.Decimal(v).scaleb(DECIMAL_WRAPPER_SCALE).to_integral_exact())
+            var[i] = u.to_bytes(max(1, (u.bit_length() + 8) // 8), "big", signed=True)
+        elif t != OrderingType.NULL:
+            ints[i] = int(v)
+    return DeleteColumns(pa.array([r.record_key for r in recs], pa.string()),
+                         pa.array([r.partition_path for r in recs], pa.string()), types, ints, floats,
+                         pa.array(var, pa.binary()), arrays)
+
+
+def decode_delete_content(content: bytes, path: str = "<delete block>") -> list[DeleteRecord]:
+    """The entries of a delete block's content (see :func:`decode_delete_columns`)."""
+    return decode_delete_columns(content, path).records()
+
+
+def _decode_delete_records(content: bytes, n: int, path: str) -> list[DeleteRecord]:
+    r = avro.BinaryReader(content, 8, 8 + n)
+    out: list[DeleteRecord] = []
+    try:
+        for _ in r.array_items():
+            key = r.optional_string()
+            part = r.optional_string()
+            branch = r.long()
+            typ, value = _read_ordering(r, branch, top=True)
+            out.append(DeleteRecord(key, part, value, typ))
+        if r.pos != 8 + n:
+            raise ValueError(f"{8 + n - r.pos} bytes left after the record list")
+    except (ValueError, IndexError, UnicodeDecodeError) as e:
+        raise CorruptFileError(path, f"malformed delete block: {e}") from None
+    return out
+
+
+def _read_ordering(r: avro.BinaryReader, branch: int, *, top: bool) -> tuple[OrderingType, Any]:
+    import datetime as _dt
+
+    if branch == OrderingType.NULL:
+        return OrderingType.NULL, None
+    if not top and branch == _ARRAY_ITEM_LOCAL_DATE:
+        return OrderingType.DATE, _dt.date(1970, 1, 1) + _dt.timedelta(days=r.long())
+    if branch < 0 or branch > OrderingType.ARRAY or (not top and branch == OrderingType.ARRAY):
+        raise ValueError(f"ordering value union branch {branch} does not exist")
+    t = OrderingType(branch)
+    if t == OrderingType.BOOLEAN:
+        return t, r.boolean()
+    if t in (OrderingType.INT, OrderingType.LONG, OrderingType.TIME_MICROS, OrderingType.TIMESTAMP_MICROS):
+        return t, r.long()
+    if t == OrderingType.FLOAT:
+        return t, r.float32()
+    if t == OrderingType.DOUBLE:
+        return t, r.float64()
+    if t == OrderingType.BYTES:
+        return t, r.bytes_()
+    if t == OrderingType.STRING:
+        return t, r.string()
+    if t == OrderingType.DATE:
+        return t, _dt.date(1970, 1, 1) + _dt.timedelta(days=r.long())
+    if t == OrderingType.DECIMAL:
+        import decimal as _dec
+
+        unscaled = int.from_bytes(r.bytes_(), "big", signed=True)
+        return t, _dec.Decimal(unscaled).scaleb(-DECIMAL_WRAPPER_SCALE)
+    # ARRAY: wrappedValues [null, array<union>]
+    if r.long() == 0:
+        return t, None
+    items = []
+    for _ in r.array_items():
+        it, iv = _read_ordering(r, r.long(), top=False)
+        items.append(OrderingValue(it, iv))
+    return t, tuple(items)
 
 
 def encode_delete_content(records: Iterable[DeleteRecord]) -> bytes:
-    """Delete-block content. A Python ``int`` ordering value is written as Avro ``long`` (as Hudi writes the
-    metadata table's ``orderingVal`` 0), ``float`` as ``double``, ``str`` as ``string``, ``bytes`` as ``bytes``."""
+    """Delete-block content (version 3), the ordering values in Java's wrapper-record union (see
+    :class:`DeleteRecord`): Hudi's default ``Integer 0`` is ``04 00``."""
     recs = list(records)
     body = bytearray()
     if recs:
         body += avro.zigzag_long(len(recs))
         for r in recs:
-            body += _opt_str(r.record_key) + _opt_str(r.partition_path) + _ordering(r.ordering_value)
+            body += _opt_str(r.record_key) + _opt_str(r.partition_path)
+            body += _ordering(r.ordering_type or infer_ordering_type(r.ordering_value), r.ordering_value, top=True)
     body += avro.zigzag_long(0)
     datum = bytes(body)
     return _INT.pack(LOG_BLOCK_VERSION) + _INT.pack(len(datum)) + datum
@@ -417,22 +737,146 @@ def _opt_str(v: str | None) -> bytes:
     return avro.zigzag_long(1) + avro.zigzag_long(len(b)) + b
 
 
-def _ordering(v: Any) -> bytes:
-    # union: null, int, long, float, double, bytes, string, decimal, date, time-millis, time-micros, ts-millis, ts-micros
+def _ordering(t: OrderingType, v: Any, *, top: bool) -> bytes:
+    import datetime as _dt
+    import decimal as _dec
+
+    z = avro.zigzag_long
+    if t == OrderingType.NULL or (v is None and t != OrderingType.ARRAY):
+        return z(0)
+    if t == OrderingType.ARRAY and not top:
+        raise PyHudiError("an ARRAY ordering value cannot hold another ARRAY")
+    head = z(int(t))  # array items: the same branches (their LocalDate branch 12 is read as DATE)
+    if t == OrderingType.BOOLEAN:
+        return head + (b"\x01" if v else b"\x00")
+    if t in (OrderingType.INT, OrderingType.LONG, OrderingType.TIME_MICROS):
+        if t == OrderingType.INT and not _INT32[0] <= int(v) <= _INT32[1]:
+            raise PyHudiError(f"ordering value {v} does not fit an Avro int")
+        return head + z(int(v))
+    if t == OrderingType.TIMESTAMP_MICROS:
+        if isinstance(v, _dt.datetime):
+            ref = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC if v.tzinfo else None)
+            d = v - ref
+            v = (d.days * 86400 + d.seconds) * 1_000_000 + d.microseconds
+        return head + z(int(v))
+    if t == OrderingType.FLOAT:
+        return head + struct.pack("<f", float(v))
+    if t == OrderingType.DOUBLE:
+        return head + struct.pack("<d", float(v))
+    if t == OrderingType.BYTES:
+        b = bytes(v)
+        return head + z(len(b)) + b
+    if t == OrderingType.STRING:
+        b = str(v).encode("utf-8")
+        return head + z(len(b)) + b
+    if t == OrderingType.DATE:
+        days = (v - _dt.date(1970, 1, 1)).days if isinstance(v, _dt.date) else int(v)
+        return head + z(days)
+    if t == OrderingType.DECIMAL:
+        unscaled = int(_dec.Decimal(v).scaleb(DECIMAL_WRAPPER_SCALE).to_integral_exact())
+        b = unscaled.to_bytes(max(1, (unscaled.bit_length() + 8) // 8), "big", signed=True)
+        return head + z(len(b)) + b
+    # ARRAY
     if v is None:
-        return avro.zigzag_long(0)
-    if isinstance(v, bool):
-        raise PyHudiError("boolean ordering values cannot be written to a delete block")
-    if isinstance(v, int):
-        return avro.zigzag_long(2) + avro.zigzag_long(v)
-    if isinstance(v, float):
-        return avro.zigzag_long(4) + struct.pack("<d", v)
-    if isinstance(v, bytes):
-        return avro.zigzag_long(5) + avro.zigzag_long(len(v)) + v
-    if isinstance(v, str):
-        b = v.encode("utf-8")
-        return avro.zigzag_long(6) + avro.zigzag_long(len(b)) + b
-    raise PyHudiError(f"unsupported ordering value type {type(v).__name__} in a delete block")
+        return head + z(0)  # wrappedValues: null
+    items = list(v)
+    out = head + z(1)  # wrappedValues: the array branch
+    if items:
+        out += z(len(items))
+        for it in items:
+            iv = it if isinstance(it, OrderingValue) else OrderingValue(infer_ordering_type(it), it)
+            out += _ordering(iv.type, iv.value, top=False)
+    return out + z(0)
+
+
+def decode_avro_block_content(content: bytes, schema_json: str | None, where: str = "<avro block>") -> pa.Table:
+    """The records of an AVRO_DATA block: int32 version (3), int32 record count, then per record an int32 length
+    and the Avro binary datum (writer schema = the block's SCHEMA header)."""
+    from pyhudi.io.avro_arrow import decoder_for
+
+    if schema_json is None:
+        raise CorruptFileError(where, "Avro data block without a SCHEMA header")
+    if len(content) < 8:
+        raise CorruptFileError(where, "Avro data block content is too short")
+    (version,) = _INT.unpack_from(content, 0)
+    if version != LOG_BLOCK_VERSION:
+        raise UnsupportedFormatError(f"{where}: Avro data block version {version} is not supported (need 3)")
+    (n,) = _INT.unpack_from(content, 4)
+    if n < 0:
+        raise CorruptFileError(where, f"negative record count {n}")
+    return decoder_for(schema_json).decode(content, 8, len(content), n, where)
+
+
+def decode_parquet_block_content(content: bytes, where: str = "<parquet block>") -> pa.Table:
+    """The records of a PARQUET_DATA block: the content is a whole parquet file."""
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.read_table(pa.BufferReader(content))
+    except (pa.ArrowInvalid, OSError) as e:
+        raise CorruptFileError(where, f"parquet data block: {e}") from None
+
+
+def avro_block_content(records: pa.Table | Iterable[Mapping[str, Any]], schema_json: str) -> bytes:
+    """AVRO_DATA block content (block version 3) of ``records`` in writer schema ``schema_json``: int32 version,
+    int32 record count, then per record an int32 length and its Avro binary datum (Hudi 1.1's layout). An Arrow
+    table of a flat schema is encoded by a compiled loop; dicts, or nested schemas, by fastavro."""
+    import fastavro
+
+    from pyhudi.io.avro_arrow import decoder_for
+
+    if isinstance(records, pa.Table) and decoder_for(schema_json).compiled:
+        from pyhudi.io.avro_arrow import AvroArrowEncoder
+
+        datums = AvroArrowEncoder(schema_json).encode(records)
+        return _INT.pack(LOG_BLOCK_VERSION) + _INT.pack(records.num_rows) + datums
+    parsed = fastavro.parse_schema(json.loads(schema_json), named_schemas={})
+    rows = records.to_pylist() if isinstance(records, pa.Table) else records
+    out = io.BytesIO()
+    out.write(_INT.pack(LOG_BLOCK_VERSION))
+    out.write(b"\0\0\0\0")  # record count, patched below
+    n = 0
+    buf = io.BytesIO()
+    for r in rows:
+        buf.seek(0)
+        buf.truncate()
+        try:
+            fastavro.schemaless_writer(buf, parsed, dict(r))
+        except (ValueError, TypeError, KeyError) as e:
+            raise PyHudiError(f"record {n} does not match the block schema: {e}") from None
+        datum = buf.getvalue()
+        out.write(_INT.pack(len(datum)))
+        out.write(datum)
+        n += 1
+    data = bytearray(out.getvalue())
+    data[4:8] = _INT.pack(n)
+    return bytes(data)
+
+
+def avro_data_block(
+    records: pa.Table | Iterable[Mapping[str, Any]],
+    instant_time: str,
+    schema_json: str,
+    *,
+    schema_first: bool = False,
+    extra_header: Sequence[tuple[int, str]] = (),
+) -> bytes:
+    """An AVRO_DATA block as Hudi 1.1 writes data-table log blocks: header INSTANT_TIME and SCHEMA (the write
+    schema with the five meta fields), block version 3 content, empty footer."""
+    header: list[tuple[int, str]] = [(HeaderKey.INSTANT_TIME, instant_time), (HeaderKey.SCHEMA, schema_json)]
+    if schema_first:
+        header.reverse()
+    return encode_block(BlockType.AVRO_DATA, [*header, *extra_header], avro_block_content(records, schema_json))
+
+
+def parquet_data_block(table: pa.Table, instant_time: str, schema_json: str, *, compression: str = "gzip") -> bytes:
+    """A PARQUET_DATA block: the records as one whole parquet file."""
+    import pyarrow.parquet as pq
+
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, compression=compression)
+    header = [(HeaderKey.INSTANT_TIME, instant_time), (HeaderKey.SCHEMA, schema_json)]
+    return encode_block(BlockType.PARQUET_DATA, header, sink.getvalue().to_pybytes())
 
 
 # -- writing --------------------------------------------------------------------------------------------------

@@ -61,6 +61,7 @@ from pyhudi.metadata.partitions import (
 from pyhudi.metadata.reader import table_view
 from pyhudi.metadata.writer import MetadataWriter
 from pyhudi.table import filenames
+from pyhudi.table.capabilities import check_writable
 from pyhudi.table.fsview import FileSystemView
 from pyhudi.table.lsm_timeline import ArchivedTimeline, LsmHistory
 from pyhudi.table.properties import (
@@ -122,17 +123,21 @@ def _archived(storage: Storage, base_path: str, config: TableConfig) -> Archived
 
 
 def _write_base_files(
-    spark: SparkSession, storage: Storage, base_path: str, view: FileSystemView, n: int
+    spark: SparkSession, storage: Storage, base_path: str, config: TableConfig, timeline: ActiveTimeline,
+    view: FileSystemView, n: int,
 ) -> list[dict[str, Any]]:
-    """Spark: the N base HFiles of the record index from the keys of ``view``'s latest base files."""
+    """Spark: the N base HFiles of the record index from the keys of ``view``'s latest file slices (base and log
+    files merged, as a snapshot read has them)."""
     from pyhudi.metadata.record_index import build_base_files
+    from pyhudi.read import plan as read_plan
     from pyhudi.spark.errors import task_errors
 
-    files = [(f.partition, f.file_id, f.relative_path) for f in view.latest_base_files()]
+    if not timeline.completed_commits():
+        return []
+    scan = read_plan.snapshot(read_plan.TableFiles(storage, base_path, config), timeline=timeline, view=view)
     par = max(2, spark.sparkContext.defaultParallelism)
     with task_errors():
-        return build_base_files(spark, files, storage, base_path, metadata_base_path(base_path), RLI_INIT_INSTANT,
-                                n, par)
+        return build_base_files(spark, scan, metadata_base_path(base_path), RLI_INIT_INSTANT, n, par)
 
 
 def build_record_index(
@@ -156,7 +161,7 @@ def build_record_index(
     n = num_file_groups or estimate_file_groups(sum(counts.get(f.file_name, 0) for f in latest), options)
     spark_ = spark or get_spark()
     writer.create_record_index(
-        RLI_INIT_INSTANT, lambda: {RECORD_INDEX: _write_base_files(spark_, storage, base_path, view, n)}, n
+        RLI_INIT_INSTANT, lambda: {RECORD_INDEX: _write_base_files(spark_, storage, base_path, writer.data_config, timeline, view, n)}, n
     )
     writer.data_config = read_table_config(storage, posixpath.join(base_path, METAFOLDER))
     return n
@@ -210,6 +215,7 @@ class AsyncRecordIndexBuilder:
         faults.at("index.schedule")
         tl = self._timeline()
         cfg = self._config()
+        check_writable(self.base_path, cfg, "building the record index (async indexer)")
         if RECORD_INDEX in cfg.metadata_partitions:
             raise PyHudiError(f"{self.base_path} already has a record index")
         if pending_indexing(tl) is not None or RECORD_INDEX in cfg.metadata_partitions_inflight:
@@ -246,6 +252,7 @@ class AsyncRecordIndexBuilder:
         faults.at("index.snapshot")
         snapshot = self._wait_for_pending(self._timeline())
         cfg = self._config()
+        check_writable(self.base_path, cfg, "building the record index (async indexer)")
         writer = MetadataWriter(self.storage, self.base_path, cfg)
         view = table_view(self.storage, self.base_path, cfg, snapshot)
         spark = self.spark or get_spark()
@@ -253,7 +260,7 @@ class AsyncRecordIndexBuilder:
 
         def write_files() -> dict[str, list[dict[str, Any]]]:
             faults.at("index.build")
-            built = _write_base_files(spark, self.storage, self.base_path, view, plan.file_groups)
+            built = _write_base_files(spark, self.storage, self.base_path, cfg, snapshot, view, plan.file_groups)
             faults.at("index.catch_up")
             return {RECORD_INDEX: built + self._catch_up(plan, done_at_snapshot)}
 
@@ -365,10 +372,16 @@ def commit_key_changes(
 ) -> tuple[pa.Table, list[str]]:
     """What a completed data commit did to the key -> location mapping, from the files it wrote: keys new to a
     file group (key, partition, file_id), and keys that left the table (in a file group's previous version or
-    a replaced file group, and in none of the commit's new files)."""
+    a replaced file group, and in none of the commit's new files). Copy-on-write commits only (the base files
+    a commit writes hold all of a file group's keys)."""
     from pyhudi.table import base_file
     from pyhudi.table.schema import RECORD_KEY_COL
 
+    if inst.action == DELTA_COMMIT:  # the indexer refuses merge-on-read tables before it gets here
+        from pyhudi.errors import UnsupportedTableError
+
+        raise UnsupportedTableError(
+            f"{base_path}: key changes of merge-on-read commits ({inst.requested_time}) are not derived")
     meta = tl.read_commit_metadata(inst)
     by_fg: dict[tuple[str, str], list[str]] = {}  # (partition, file id) -> base file rel paths, oldest first
     for fg in view.file_groups():

@@ -10,9 +10,10 @@ base records first, then the log blocks in log order. A log block is used only i
   ``00000000000000`` (partition initialisation); or a metadata rollback/restore; or an instant rolled back by a
   completed data-table rollback newer than the earliest valid instant.
 
-Within a file slice, a rollback COMMAND block drops the earlier collected blocks whose instant equals its
-TARGET_INSTANT_TIME (and any corrupt block); corrupt blocks are skipped; a block listing COMPACTED_BLOCK_TIMES
-(log compaction) supersedes the blocks of those instants. Records merge as in :mod:`pyhudi.metadata.records`.
+Within a file slice the blocks are chosen by the scan data tables use too (:mod:`pyhudi.read.logscan`): a
+rollback COMMAND block drops the earlier collected blocks whose instant equals its TARGET_INSTANT_TIME (and any
+corrupt block); corrupt blocks are skipped; a block listing COMPACTED_BLOCK_TIMES (log compaction) supersedes the
+blocks of those instants. Records merge as in :mod:`pyhudi.metadata.records`.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 
 from pyhudi.errors import PyHudiError
 from pyhudi.hfile import HFileReader
-from pyhudi.io.logfile import BlockType, LogBlock, LogFileReader
+from pyhudi.io.logfile import BlockType, LogBlock
 from pyhudi.io.storage import Storage
 from pyhudi.metadata.partitions import FILES, INIT_PREFIX, RECORD_INDEX, metadata_base_path
 from pyhudi.metadata.records import (
@@ -39,6 +40,7 @@ from pyhudi.metadata.records import (
     partition_path,
     record_index_file_group,
 )
+from pyhudi.read.logscan import scan_log_blocks
 from pyhudi.table.fsview import FileEntry, FileSlice, FileSystemView
 from pyhudi.table.partition_path import check_file_name, check_partition_path, shown
 from pyhudi.table.properties import METAFOLDER, TableConfig, read_table_config
@@ -90,26 +92,9 @@ class BlockFilter:
 
 
 def valid_log_blocks(storage: Storage, paths: Sequence[str], block_filter: BlockFilter) -> list[LogBlock]:
-    """The log blocks of a file slice's log files that count, in log order, after rollbacks and log compaction."""
-    kept: list[LogBlock] = []
-    for path in paths:
-        with LogFileReader.open(storage, path, load_content=False) as r:
-            for b in r.blocks():
-                if b.is_corrupt:
-                    kept.append(b)
-                    continue
-                if b.block_type == BlockType.COMMAND:
-                    if b.is_rollback and block_filter.ok(b.instant_time):
-                        target = b.target_instant_time
-                        kept = [k for k in kept if not k.is_corrupt and k.instant_time != target]
-                    continue
-                if not block_filter.ok(b.instant_time):
-                    continue
-                _ = b.content  # load while the file is open
-                kept.append(b)
-    kept = [b for b in kept if not b.is_corrupt]
-    superseded = {t for b in kept for t in b.compacted_block_times}
-    return [b for b in kept if b.instant_time not in superseded or b.compacted_block_times]
+    """The log blocks of a file slice's log files that count, in log order, after rollbacks and log compaction
+    (the data tables' scan, :func:`pyhudi.read.logscan.scan_log_blocks`, with the metadata table's filter)."""
+    return scan_log_blocks(storage, paths, block_filter, load_content=True, on_compacted="drop")
 
 
 class MetadataTableReader:

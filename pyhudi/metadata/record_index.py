@@ -416,32 +416,41 @@ def base_hfile(keys: pa.Array, values: pa.Array, name: str) -> bytes:
     return data
 
 
-def build_base_files(spark, files: list[tuple[str, str, str]], storage: Storage, base_path: str, mdt_path: str,
-                     instant: str, n: int, parallelism: int) -> list[dict]:
-    """Spark: read the record keys (and the commit time that wrote each) of the given latest base files
-    (partition, file id, relative path), route them to ``n`` file groups and write each group as one sorted
-    base HFile from one task. Returns a stat per file written."""
+def build_base_files(spark, plan, mdt_path: str, instant: str, n: int, parallelism: int) -> list[dict]:
+    """Spark: read the record keys (and the commit time that wrote each) of the file slices of a scan plan
+    (:class:`pyhudi.read.plan.ScanPlan`: base file and log files merged, so a key updated or deleted in a log is
+    where the snapshot has it), route them to ``n`` file groups and write each group as one sorted base HFile
+    from one task. Returns a stat per file written."""
+    import pickle
+
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    from pyhudi.table import base_file
+    from pyhudi.read.slice_reader import FileSliceReader
     from pyhudi.table.filenames import make_base_file_name
     from pyhudi.table.schema import COMMIT_TIME_COL, RECORD_KEY_COL
 
+    if plan is None or not plan.slices:
+        return []
+    storage = plan.read.storage
+    keys_plan = plan.project([COMMIT_TIME_COL, RECORD_KEY_COL])
+    spec = keys_plan.read
     tasks = file_group_tasks(n, parallelism)
     key_schema = pa.schema([("key", pa.string()), ("partition", pa.string()), ("file_id", pa.string()),
                             ("instant_ms", pa.int64()), (_FG_COL, pa.int32()), (ROUTE_COL, pa.int32())])
 
     def read_keys(batches):
         for b in batches:
-            for part, fid, rel in zip(*(b.column(i).to_pylist() for i in range(3)), strict=True):
-                t = base_file.read_base_file(storage, posixpath.join(base_path, rel), columns=[RECORD_KEY_COL, COMMIT_TIME_COL])
+            for raw in b.column(0).to_pylist():
+                sl = pickle.loads(raw)
+                t = FileSliceReader(spec, sl).read()
                 keys = t.column(RECORD_KEY_COL).combine_chunks().cast(pa.string())
-                times = [parse_instant_time(x) for x in t.column(COMMIT_TIME_COL).combine_chunks().unique().to_pylist()]
-                uniq = t.column(COMMIT_TIME_COL).combine_chunks().unique()
-                ms = pa.array(times, pa.int64()).take(pc.index_in(t.column(COMMIT_TIME_COL).combine_chunks(), value_set=uniq))
+                commit = t.column(COMMIT_TIME_COL).combine_chunks()
+                uniq = commit.unique()
+                times = [parse_instant_time(x) for x in uniq.to_pylist()]
+                ms = pa.array(times, pa.int64()).take(pc.index_in(commit, value_set=uniq))
                 m = len(keys)
-                b = pa.record_batch([keys, pa.array([part] * m, pa.string()), pa.array([fid] * m, pa.string()), ms],
-                                    names=key_schema.names[:4])
+                b = pa.record_batch([keys, pa.array([sl.partition] * m, pa.string()),
+                                     pa.array([sl.file_id] * m, pa.string()), ms], names=key_schema.names[:4])
                 yield _with_file_group(b, file_groups_of(keys, n), tasks)
 
     def write_group(t: pa.Table) -> pa.Table:
@@ -455,10 +464,9 @@ def build_base_files(spark, files: list[tuple[str, str, str]], storage: Storage,
         storage.write_bytes(posixpath.join(mdt_path, rel), data)
         return pa.table({"rel": [rel], "file_id": [fid], "size": [len(data)], "n": [t.num_rows]}, schema=STAT_SCHEMA)
 
-    if not files:
-        return []
-    src = spark.createDataFrame(files, "partition string, file_id string, path string")
-    keys = src.repartition(max(1, min(len(files), parallelism))).mapInArrow(read_keys, from_arrow_schema(key_schema))
+    src = spark.createDataFrame([(pickle.dumps(s),) for s in keys_plan.slices], "slice binary")
+    keys = src.repartition(max(1, min(len(keys_plan.slices), parallelism))).mapInArrow(
+        read_keys, from_arrow_schema(key_schema))
     return [r.asDict() for r in by_file_group(keys, tasks, write_group, STAT_SCHEMA).collect()]
 
 

@@ -9,9 +9,10 @@ Two concerns, kept apart so that a metadata-table listing can replace the storag
 Rules (Hudi 1.x, table versions 8 and 9; checked against the fixture tables and hudi-rs):
 
 - a base or log file is visible only if the instant in its name is completed on the timeline (or older than the
-  first instant of the active timeline, i.e. archived) and, for a time-travel view, not after ``as_of``;
+  first instant of the active timeline, i.e. archived) and, for a time-travel view, not after ``as_of``
+  (requested times); an incremental read's view also hides instants completed after ``completed_by``;
 - file groups named in ``partitionToReplaceFileIds`` of a completed ``replacecommit`` (insert overwrite,
-  clustering) at or before ``as_of`` are excluded entirely;
+  clustering) at or before ``as_of`` (and completed by ``completed_by``) are excluded entirely;
 - a file slice is keyed by the instant of its base file. From table version 8 on a log file names the delta
   commit that wrote it and joins the slice with the greatest base instant <= the log's **completion time** (so
   a log committed after a compaction was scheduled belongs to the compacted slice); with no such slice it starts
@@ -206,10 +207,17 @@ def replace_events(timeline: ActiveTimeline) -> list[tuple[str, dict[str, list[s
     return out
 
 
-def _replaced_as_of(events: ReplaceEvents, as_of: str | None) -> dict[str, frozenset[str]]:
+def _replaced_as_of(
+    events: ReplaceEvents,
+    as_of: str | None,
+    completed_by: str | None = None,
+    completion: Mapping[str, str] | None = None,
+) -> dict[str, frozenset[str]]:
     out: dict[str, set[str]] = defaultdict(set)
     for t, parts in events:
         if as_of is not None and t > as_of:
+            continue
+        if completed_by is not None and (completion or {}).get(t, t) > completed_by:
             continue
         for part, ids in parts.items():
             out[part].update(ids or ())
@@ -232,7 +240,7 @@ class _Source:
 class _Completion:
     """Completion times of the commits timeline; archived (pre-timeline) instants count as completed."""
 
-    def __init__(self, timeline: Timeline, as_of: str | None) -> None:
+    def __init__(self, timeline: Timeline, as_of: str | None, completed_by: str | None = None) -> None:
         self._done = {
             i.requested_time: i.completion_time or i.requested_time for i in timeline if i.is_completed
         }
@@ -240,14 +248,16 @@ class _Completion:
         first = timeline.first()
         self._start = first.requested_time if first is not None else None
         self._as_of = as_of
+        self._completed_by = completed_by
 
     def completion_time(self, instant: str) -> str | None:
-        """The completion time, or None if the instant is not completed (or after ``as_of``)."""
+        """The completion time, or None if the instant is not completed (or after ``as_of``, or completed after
+        ``completed_by``)."""
         if self._as_of is not None and instant > self._as_of:
             return None
         done = self._done.get(instant)
         if done is not None:
-            return done
+            return done if self._completed_by is None or done <= self._completed_by else None
         if instant not in self._known and self._start is not None and instant < self._start:
             return instant  # archived: completed, completion time unknown (>= its requested time)
         return None
@@ -261,11 +271,13 @@ class FileSystemView:
         groups: Mapping[str, Sequence[FileGroup]],
         as_of: str | None = None,
         source: _Source | None = None,
+        completed_by: str | None = None,
     ) -> None:
         self._groups: dict[str, tuple[FileGroup, ...]] = {
             p: tuple(sorted(gs, key=lambda g: g.file_id)) for p, gs in sorted(groups.items())
         }
         self.as_of = as_of
+        self.completed_by = completed_by
         self._source = source
 
     # -- construction -----------------------------------------------------------------------------------------
@@ -306,24 +318,28 @@ class FileSystemView:
         return cls.load(storage, base_path, timeline=timeline, config=config, as_of=as_of)
 
     @classmethod
-    def _from_source(cls, source: _Source, as_of: str | None) -> FileSystemView:
+    def _from_source(cls, source: _Source, as_of: str | None, completed_by: str | None = None) -> FileSystemView:
+        completion = {i.requested_time: i.completion_time or i.requested_time for i in source.timeline
+                      if i.is_completed}
         view = cls.build(
             source.partition_files,
             source.timeline,
-            replaced=_replaced_as_of(source.events, as_of),
+            replaced=_replaced_as_of(source.events, as_of, completed_by, completion),
             table_version=source.table_version,
             as_of=as_of,
+            completed_by=completed_by,
         )
         view._source = source
         return view
 
-    def at(self, as_of: str | None) -> FileSystemView:
-        """The same table as of another instant (files, replaces and logs after ``as_of`` invisible)."""
-        if as_of == self.as_of:
+    def at(self, as_of: str | None, *, completed_by: str | None = None) -> FileSystemView:
+        """The same table as of another instant (files, replaces and logs after ``as_of`` invisible), and, with
+        ``completed_by``, without the instants completed after that time (an incremental read's end)."""
+        if as_of == self.as_of and completed_by == self.completed_by:
             return self
         if self._source is None:
             raise ValueError("this view was built without its listing and timeline; use build(as_of=...)")
-        return FileSystemView._from_source(self._source, as_of)
+        return FileSystemView._from_source(self._source, as_of, completed_by)
 
     @classmethod
     def build(
@@ -334,9 +350,10 @@ class FileSystemView:
         replaced: Mapping[str, Iterable[str]] | None = None,
         table_version: int = 9,
         as_of: str | None = None,
+        completed_by: str | None = None,
     ) -> FileSystemView:
         """Build file groups from ``partition -> files`` and the (commits) timeline."""
-        completion = _Completion(timeline, as_of)
+        completion = _Completion(timeline, as_of, completed_by)
         replaced_sets = {p: frozenset(ids) for p, ids in (replaced or {}).items()}
         groups: dict[str, list[FileGroup]] = {}
         for partition, entries in partition_files.items():
@@ -361,7 +378,7 @@ class FileSystemView:
                 for fid in sorted(set(bases) | set(logs))
             ]
             groups[partition] = [g for g in fgs if g.slices]
-        return cls(groups, as_of)
+        return cls(groups, as_of, completed_by=completed_by)
 
     # -- queries ----------------------------------------------------------------------------------------------
     def partitions(self) -> list[str]:

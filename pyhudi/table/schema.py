@@ -9,11 +9,17 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from pyhudi.errors import InvalidInputError
+from pyhudi.errors import InvalidInputError, PyHudiError
+
+if TYPE_CHECKING:
+    from pyhudi.io.storage import Storage
+    from pyhudi.table.lsm_timeline import ArchivedTimeline
+    from pyhudi.table.properties import TableConfig
+    from pyhudi.table.timeline import ActiveTimeline
 
 COMMIT_TIME_COL = "_hoodie_commit_time"
 COMMIT_SEQNO_COL = "_hoodie_commit_seqno"
@@ -193,3 +199,21 @@ def _arrow_type(name: str, t: Any) -> pa.DataType:
     if isinstance(base, str):
         return _arrow_type(name, base)
     raise InvalidInputError(f"column {name!r}: Avro type {t} is not supported")
+
+
+def table_schema(storage: Storage, base_path: str, config: TableConfig, timeline: ActiveTimeline) -> pa.Schema:
+    """The data schema (without meta columns): the latest commit's writer schema (an archived commit's when no
+    active one carries one), else the create schema."""
+    from pyhudi.table.lsm_timeline import ArchivedTimeline, LsmHistory
+
+    sources: list[ActiveTimeline | ArchivedTimeline] = [timeline]
+    if LsmHistory.for_table(storage, base_path, config).latest_version() > 0:
+        sources.append(ArchivedTimeline.load(storage, base_path, config))
+    for tl in sources:
+        for inst in reversed(list(tl.completed_commits())):
+            s = (tl.read_commit_metadata(inst).get("extraMetadata") or {}).get("schema")
+            if s:
+                return avro_to_arrow(s)
+    if config.create_schema:
+        return avro_to_arrow(config.create_schema)
+    raise PyHudiError(f"{base_path}: table has no schema yet")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -17,9 +17,9 @@ from pyhudi.metadata.partitions import RECORD_INDEX
 from pyhudi.metadata.reader import has_metadata_table, table_view
 from pyhudi.metadata.record_index import record_index_lookup
 from pyhudi.metadata.writer import MetadataWriter
+from pyhudi.read import plan as read_plan
 from pyhudi.services.rollback import RollbackResult
-from pyhudi.spark.errors import task_errors
-from pyhudi.table import base_file
+from pyhudi.table.capabilities import check_new_table_type, check_writable
 from pyhudi.table.fsview import FileSystemView
 from pyhudi.table.lsm_timeline import FullTimeline, LsmHistory
 from pyhudi.table.properties import (
@@ -28,7 +28,7 @@ from pyhudi.table.properties import (
     create_table_config,
     read_table_config,
 )
-from pyhudi.table.schema import COMMIT_TIME_COL, avro_schema_json, with_meta
+from pyhudi.table.schema import avro_schema_json, table_schema, with_meta
 from pyhudi.table.timeline import CLEAN, ActiveTimeline, Instant
 from pyhudi.txn.lock import lock_provider
 from pyhudi.txn.transaction import (
@@ -37,29 +37,11 @@ from pyhudi.txn.transaction import (
     clean_table,
     resolve_options,
     rollback_write,
-    table_schema,
 )
 from pyhudi.write.producer import WriteResult
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
-
-
-def _read_files_task(storage: Storage, base_path: str, schema: pa.Schema, commits: list[str] | None):
-    """mapInArrow function: rows of base files (paths relative to the table), optionally only the records
-    written by the given commits (by ``_hoodie_commit_time``)."""
-    wanted = pa.array(commits, pa.string()) if commits is not None else None
-
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for b in batches:
-            for rel in b.column(0).to_pylist():
-                t = base_file.read_base_file(storage, posixpath.join(base_path, rel))
-                t = t.select(schema.names).cast(schema)
-                if wanted is not None:
-                    t = t.filter(pc.is_in(t.column(COMMIT_TIME_COL), value_set=wanted))
-                yield from t.to_batches()
-
-    return run
 
 
 class Table:
@@ -91,11 +73,10 @@ class Table:
     @classmethod
     def create(cls, uri: str, schema: pa.Schema, options: Mapping[str, str]) -> Table:
         """Create an empty COPY_ON_WRITE table with the given data schema and write options."""
+        given = next((k for k in (C.TABLE_TYPE, *C.TABLE_TYPE.aliases) if options.get(k) is not None), C.TABLE_TYPE)
+        check_new_table_type(uri, str(C.TABLE_TYPE.get(options)), given)
         wc = C.WriteConfig.from_options(options)
         name = options.get(C.TABLE_NAME) or posixpath.basename(uri.rstrip("/")) or "table"
-        ttype = str(C.TABLE_TYPE.get(options)).strip().upper()
-        if ttype != "COPY_ON_WRITE":
-            raise ConfigError(f"option {C.TABLE_TYPE}: only COPY_ON_WRITE tables can be written, not {ttype!r}")
         storage, path = Storage.from_uri(uri)
         storage = storage.rooted(path)
         cfg = TableConfig.create(
@@ -165,6 +146,11 @@ class Table:
         return table_view(self.storage, self.base_path, self.config, timeline or self.timeline(),
                           use_metadata=use_metadata)
 
+    def check_writable(self, what: str) -> None:
+        """Refuse (:class:`~pyhudi.errors.UnsupportedTableError`) a write pyhudi cannot make exactly into this
+        table -- a merge-on-read table, a table version other than 9 -- before anything is written."""
+        check_writable(self.base_path, self.config, what)
+
     def build_record_index(
         self,
         num_file_groups: int | None = None,
@@ -177,6 +163,7 @@ class Table:
         given); returns N. ``concurrent=True`` runs the async indexer protocol (:mod:`pyhudi.metadata.indexer`):
         other writers may keep committing during the build."""
         opts = {k: str(v) for k, v in (options or {}).items()}
+        self.check_writable("building the record index")
         try:
             if concurrent:
                 lock = lock_provider(self.storage, self.base_path, opts,
@@ -256,75 +243,63 @@ class Table:
         finally:
             self.refresh()
 
-    # -- reading ------------------------------------------------------------------------------------
+    # -- reading (pyhudi.read: scan planning, the file-slice reader, Spark) -----------------------------------
     def read(
-        self, spark: SparkSession | None = None, as_of: str | None = None, keys: Sequence[str] | None = None
+        self,
+        spark: SparkSession | None = None,
+        as_of: str | None = None,
+        keys: Sequence[str] | None = None,
+        *,
+        read_optimized: bool = False,
     ) -> DataFrame:
-        """Snapshot of the table (or as of a point in time) as a Spark DataFrame. With ``keys``: a point read of
-        the current records of those keys, reading only the files the record index names."""
-        from pyhudi.spark.session import get_spark
-
-        spark = spark or get_spark()
+        """Snapshot of the table (or as of a point in time) as a Spark DataFrame: every file slice merged (base
+        file and log files), one Spark task per slice or group of small slices. With ``keys``: a point read of
+        the current records of those keys, reading only the file groups the record index names.
+        ``read_optimized``: the latest base files only (Hudi's read-optimized query; log files are not read)."""
         if keys is not None:
-            if as_of is not None:
-                raise InvalidInputError("a point read by keys reads the latest snapshot; it cannot take as_of")
-            from pyspark.sql import functions as F
+            if as_of is not None or read_optimized:
+                raise InvalidInputError("a point read by keys reads the latest snapshot; it cannot take as_of "
+                                        "or read_optimized")
+            return self._dataframe(spark, read_plan.for_keys(self, keys))
+        return self._dataframe(spark, self._snapshot_plan(as_of, read_optimized))
 
-            from pyhudi.table.schema import RECORD_KEY_COL
-
-            files = self._files_for_keys(keys)
-            wanted = spark.createDataFrame([(k,) for k in dict.fromkeys(keys)], f"{RECORD_KEY_COL} string")
-            return self._read_files(spark, files).join(F.broadcast(wanted), RECORD_KEY_COL, "left_semi")
+    def _snapshot_plan(self, as_of: str | None, read_optimized: bool) -> read_plan.ScanPlan:
         tl = self.timeline()
         as_of = self._check_as_of(as_of)
         self._check_retained(as_of, tl)
-        files = [f.relative_path for f in self.view(tl).latest_base_files(as_of=as_of)]
-        return self._read_files(spark, files)
+        return read_plan.snapshot(self, as_of=as_of, read_optimized=read_optimized, timeline=tl)
 
     def read_incremental(self, start: str, end: str | None = None, spark: SparkSession | None = None) -> DataFrame:
         """Records changed by the commits that completed after ``start`` and up to ``end`` (inclusive), latest
-        version of each. As in Hudi 1.x (table version 8+), ``start`` and ``end`` are completion times."""
-        from pyhudi.spark.session import get_spark
+        version of each as of ``end`` (log records included). As in Hudi 1.x (table version 8+), ``start`` and
+        ``end`` are completion times. Archived commits count too; a range ending before what cleaning kept is
+        refused."""
+        return self._dataframe(spark, self._incremental_plan(start, end))
 
-        spark = spark or get_spark()
-        files, commits = self.incremental_files(start, end)
-        return self._read_files(spark, files, commits)
+    def incremental_arrow(self, start: str, end: str | None = None) -> pa.Table:
+        """:meth:`read_incremental` without Spark (driver-local)."""
+        if not self.timeline().completed_commits():
+            return pa.table({})
+        return self._incremental_plan(start, end).to_arrow()
 
-    def incremental_files(self, start: str, end: str | None = None) -> tuple[list[str], list[str]]:
-        """What :meth:`read_incremental` reads: (base files as of the last commit in the range, relative to the
-        table; the requested times of the commits in the range, whose records it keeps). Archived commits
-        count too; a range ending before what cleaning kept is refused."""
+    def _incremental_plan(self, start: str, end: str | None) -> read_plan.ScanPlan:
         tl = self.timeline()
-        done = [
-            i for i in self._history(tl).completed_commits()
-            if i.completion_time is not None and i.completion_time > start and (end is None or i.completion_time <= end)
-        ]
-        commits = [i.requested_time for i in done]
-        as_of = max(commits) if commits else None
-        self._check_retained(as_of, tl)
-        files = [f.relative_path for f in self.view(tl).latest_base_files(as_of=as_of)] if commits else []
-        return files, commits
+        plan = read_plan.incremental(self, start, end, timeline=tl, history=self._history(tl))
+        self._check_retained(max(plan.read.commit_times or (), default=None), tl)
+        return plan
 
     def _files_for_keys(self, keys: Sequence[str]) -> list[str]:
-        """Relative paths of the latest base files the record index names for ``keys``."""
-        loc = self.lookup(keys).filter(pc.field("found"))
-        latest = {(f.partition, f.file_id): f.relative_path for f in self.view(self.timeline()).latest_base_files()}
-        named = set(zip(loc.column("partition").to_pylist(), loc.column("file_id").to_pylist(), strict=True))
-        return [latest[pf] for pf in sorted(named) if pf in latest]
+        """Relative paths of the files (base and log) of the latest file slices the record index names for
+        ``keys``."""
+        return [p for s in read_plan.for_keys(self, keys).slices for p in ((s.base_file,) if s.base_file else ())
+                + s.log_files]
 
     def read_keys(self, keys: Sequence[str]) -> pa.Table:
-        """Point read without Spark: the current records of ``keys``, reading only the files the record index
-        names."""
-        from pyhudi.table.schema import RECORD_KEY_COL
-
-        schema = with_meta(self.schema())
-        wanted = pa.array(list(keys), pa.string())
-        tables = []
-        for rel in self._files_for_keys(keys):
-            t = base_file.read_base_file(self.storage, posixpath.join(self.base_path, rel), filter_keys=wanted.to_pylist())
-            t = t.select(schema.names).cast(schema)
-            tables.append(t.filter(pc.is_in(t.column(RECORD_KEY_COL), value_set=wanted)))
-        return pa.concat_tables(tables) if tables else schema.empty_table()
+        """Point read without Spark: the current records of ``keys``, reading only the file groups the record
+        index names (base file and log files merged)."""
+        if not self.timeline().completed_commits():
+            return with_meta(self.schema()).empty_table()
+        return read_plan.for_keys(self, keys).to_arrow()
 
     def record_index_stats(self) -> dict[str, Any]:
         """{file_groups, entries (live mappings), bytes (latest record-index file slices), bytes_per_entry}."""
@@ -340,16 +315,12 @@ class Table:
             "bytes_per_entry": round(nbytes / entries, 2) if entries else None,
         }
 
-    def _read_files(self, spark: SparkSession, files: list[str], commits: list[str] | None = None) -> DataFrame:
-        from pyspark.sql.pandas.types import from_arrow_schema
+    def _dataframe(self, spark: SparkSession | None, plan: read_plan.ScanPlan) -> DataFrame:
+        from pyhudi.read.spark import read_dataframe
+        from pyhudi.spark.session import get_spark
 
-        schema = with_meta(self.schema())
-        src = spark.createDataFrame([(f,) for f in files], "path string")
-        n = max(1, min(len(files), spark.sparkContext.defaultParallelism * 2))
-        with task_errors():
-            return src.repartition(n).mapInArrow(
-                _read_files_task(self.storage, self.base_path, schema, commits), from_arrow_schema(schema)
-            )
+        split = C.int_option({}, C.READ_SPLIT_BYTES, 1)
+        return read_dataframe(spark or get_spark(), plan, split)
 
     def _check_as_of(self, as_of: str | None) -> str | None:
         """``as_of`` as an instant time: an instant (``yyyyMMddHHmmss[SSS]``) or ``yyyy-MM-dd[ HH:mm:ss[.SSS]]``
@@ -389,20 +360,12 @@ class Table:
                 f"versions older than {retained} (hoodie.cleaner.commits.retained); read as of {retained} or later"
             )
 
-    def to_arrow(self, as_of: str | None = None) -> pa.Table:
-        """Snapshot read without Spark (driver-local; for small tables and tools)."""
-        tl = self.timeline()
-        as_of = self._check_as_of(as_of)
-        self._check_retained(as_of, tl)
-        view = self.view(tl)
-        schema = with_meta(self.schema()) if tl.completed_commits() else None
-        tables = [
-            base_file.read_base_file(self.storage, posixpath.join(self.base_path, f.relative_path))
-            for f in view.latest_base_files(as_of=as_of)
-        ]
-        if schema is None:
+    def to_arrow(self, as_of: str | None = None, *, read_optimized: bool = False) -> pa.Table:
+        """Snapshot read without Spark (driver-local; for small tables and tools): every file slice merged, or
+        base files only with ``read_optimized``."""
+        if not self.timeline().completed_commits():
             return pa.table({})
-        return pa.concat_tables([t.select(schema.names).cast(schema) for t in tables]) if tables else schema.empty_table()
+        return self._snapshot_plan(as_of, read_optimized).to_arrow()
 
     def describe(self) -> dict[str, Any]:
         return {"path": self.base_path, "name": self.name, "type": self.config.table_type,

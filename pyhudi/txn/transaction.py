@@ -33,8 +33,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-
 from pyhudi import config as C
 from pyhudi import faults
 from pyhudi.errors import (
@@ -61,10 +59,10 @@ from pyhudi.services.rollback import (
 )
 from pyhudi.spark.progress import Progress
 from pyhudi.table import markers
+from pyhudi.table.capabilities import check_writable
 from pyhudi.table.commit_metadata import STREAMING_CHECKPOINT_KEY, streaming_checkpoint
-from pyhudi.table.lsm_timeline import ArchivedTimeline, LsmHistory
 from pyhudi.table.properties import METAFOLDER, TableConfig, read_table_config
-from pyhudi.table.schema import avro_to_arrow, check_compatible
+from pyhudi.table.schema import avro_to_arrow, check_compatible, table_schema
 from pyhudi.table.timeline import (
     COMMIT,
     DELTA_COMMIT,
@@ -129,6 +127,12 @@ def resolve_options(config: TableConfig, options: Mapping[str, Any] | None, time
     """The write's options: the table's properties first for table-defining keys (a different record key or
     partition field is an error), then the caller's, and the default index (:func:`default_index_type`)."""
     o = {k: str(v) for k, v in (options or {}).items()}
+    given_type = C.TABLE_TYPE.get(o) if any(o.get(k) for k in (C.TABLE_TYPE, *C.TABLE_TYPE.aliases)) else None
+    if given_type is not None and given_type.strip().upper() != config.table_type:
+        raise ConfigError(
+            f"option {C.TABLE_TYPE}={given_type!r} does not match the table, a {config.table_type} table (a table's "
+            "type cannot change)"
+        )
     fixed = {
         C.RECORDKEY_FIELD: ",".join(config.record_key_fields),
         C.PARTITIONPATH_FIELD: ",".join(config.partition_fields),
@@ -163,22 +167,6 @@ def default_index_type(config: TableConfig, options: Mapping[str, str], timeline
     if not timeline.completed_commits() and mdt_enabled(options) and not rli_off:
         return "RECORD_INDEX"
     return str(C.INDEX_TYPE.default)
-
-
-def table_schema(storage: Storage, base_path: str, config: TableConfig, timeline: ActiveTimeline) -> pa.Schema:
-    """The data schema (without meta columns): the latest commit's writer schema (an archived commit's when no
-    active one carries one), else the create schema."""
-    sources: list[ActiveTimeline | ArchivedTimeline] = [timeline]
-    if LsmHistory.for_table(storage, base_path, config).latest_version() > 0:
-        sources.append(ArchivedTimeline.load(storage, base_path, config))
-    for tl in sources:
-        for inst in reversed(list(tl.completed_commits())):
-            s = (tl.read_commit_metadata(inst).get("extraMetadata") or {}).get("schema")
-            if s:
-                return avro_to_arrow(s)
-    if config.create_schema:
-        return avro_to_arrow(config.create_schema)
-    raise PyHudiError(f"{base_path}: table has no schema yet")
 
 
 @dataclass(frozen=True)
@@ -244,6 +232,7 @@ class WriteTransaction:
         """Run ``operation`` on ``df`` as this transaction's instant. ``batch_id``: the micro-batch of a stream
         (:class:`StreamingCheckpoint`, identifier from ``hoodie.datasource.write.streaming.checkpoint.identifier``)."""
         t0 = time.perf_counter()
+        check_writable(self.base_path, self.config(), f"a write ({operation})")
         given_op = self.options.get(C.OPERATION)
         if given_op is not None and given_op.strip().lower() not in C.OPERATIONS:
             raise ConfigError(
@@ -499,6 +488,7 @@ def clean_table(storage: Storage, base_path: str, options: Mapping[str, str] | N
     needs one. Returns the completed clean instant, None when nothing needed deleting."""
     opts = {k: str(v) for k, v in (options or {}).items()}
     tx = WriteTransaction(storage, base_path, opts)
+    check_writable(tx.base_path, tx.config(), "cleaning")
     with tx.lock.held():
         tx._roll_back_failed_writes(tx.timeline(), refuse_live=False)
         return tx.clean(C.int_option(opts, C.CLEANER_COMMITS_RETAINED, 1))
@@ -512,6 +502,7 @@ def rollback_write(
     heartbeat fresh, its process running) is refused."""
     opts = {k: str(v) for k, v in (options or {}).items()}
     tx = WriteTransaction(storage, base_path, opts)
+    check_writable(tx.base_path, tx.config(), "a rollback")
     with tx.lock.held():
         tl = tx.timeline()
         inst = tl.get(instant)

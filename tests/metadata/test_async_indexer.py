@@ -5,6 +5,7 @@ indexer that dies midway; every run ends with a record index that agrees with th
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -167,7 +168,17 @@ def test_concurrent_writer_thread(spark, tmp_path: Path, mode: str) -> None:  # 
     started.wait(timeout=300)
     try:
         lock = lock_provider(LOCAL, base, {**OPTS, **occ}, needed=bool(occ))
-        AsyncRecordIndexBuilder(LOCAL, base, {**OPTS, **occ}, spark=spark, lock=lock.held).build(num_file_groups=2)
+
+        def overlap(point: str) -> None:
+            """The build goes on once the writer committed after the build's snapshot (however fast it is)."""
+            seen = commits_during[0]
+            deadline = time.monotonic() + 300
+            while commits_during[0] < seen + 1 and not errors and time.monotonic() < deadline:
+                time.sleep(0.1)
+
+        with faults.inject("index.build", overlap):
+            AsyncRecordIndexBuilder(LOCAL, base, {**OPTS, **occ}, spark=spark, lock=lock.held).build(
+                num_file_groups=2)
         before = commits_during[0]
         deadline_steps = before + 1
         while commits_during[0] < deadline_steps and not errors:  # one more write after the build

@@ -96,8 +96,9 @@ def test_reads_never_open_outside_even_unchecked(lay: MdtLayout, monkeypatch: py
     real_open = LOCAL.__class__.open_input
 
     def spy(self, path):  # type: ignore[no-untyped-def]
+        f = real_open(self, path)  # refuses (raises) before opening anything outside the table
         opened.append(path)
-        return real_open(self, path)
+        return f
 
     monkeypatch.setattr(LOCAL.__class__, "open_input", spy)
     with pytest.raises(UnsafePathError, match=r"refusing to read '.*/t/\.\./victim/f9-0.*': it has a '\.\.' segment"):
@@ -128,8 +129,9 @@ def test_commit_metadata_paths_leading_out_are_refused(lay: MdtLayout, monkeypat
     real_open = LOCAL.__class__.open_input
 
     def spy(self, path):  # type: ignore[no-untyped-def]
+        f = real_open(self, path)  # refuses (raises) before opening anything outside the table
         opened.append(path)
-        return real_open(self, path)
+        return f
 
     monkeypatch.setattr(LOCAL.__class__, "open_input", spy)
     assert Table.open(lay.base).to_arrow().column("id").to_pylist() == ["k1"]

@@ -10,17 +10,14 @@ reads have exact expected rows.
 
 from __future__ import annotations
 
-import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from pyhudi.metadata.writer import MetadataWriter
 from pyhudi.services.clean import clean
-from pyhudi.table import base_file
 from pyhudi.table.properties import meta_path, read_table_config
 from pyhudi.table.table import Table
 from pyhudi.table.timeline import ActiveTimeline, InstantTimeGenerator
@@ -155,12 +152,5 @@ def pyhudi_rows(base: str, as_of: str | None = None) -> list[Row]:
 
 
 def incremental_rows(base: str, start: str, end: str | None = None) -> list[Row]:
-    """``Table.read_incremental`` without Spark: the same files and commit filter, read with pyarrow."""
-    table = Table.open(base)
-    files, commits = table.incremental_files(start, end)
-    out: list[Row] = []
-    for rel in files:
-        t = base_file.read_base_file(LOCAL, posixpath.join(base, rel))
-        t = t.filter(pc.is_in(t.column("_hoodie_commit_time"), value_set=pa.array(commits, pa.string())))
-        out.extend(rows_of(t))
-    return sorted(out)
+    """``Table.read_incremental`` without Spark."""
+    return rows_of(Table.open(base).incremental_arrow(start, end))

@@ -414,7 +414,7 @@ def test_archive_after_every_commit(tmp_path: Path) -> None:
         assert incremental_rows(ft.base, start) == ft.changed_by(in_range, None), start_i
     # a range ending before what cleaning kept is refused
     with pytest.raises(InvalidInputError, match="cleaning"):
-        table.incremental_files("00000000000000000", completion[ft.commits[1]])
+        table.incremental_arrow("00000000000000000", completion[ft.commits[1]])
 
     # pyhudi timeline --archived
     out = CliRunner().invoke(cli_main, ["timeline", ft.base, "--archived", "--json"])

@@ -19,10 +19,10 @@ from pyhudi.table.keygen import (
     NON_PARTITION,
     SIMPLE,
     KeyGenerator,
-    escape_path_name,
     java_float_str,
     to_hudi_strings,
 )
+from pyhudi.table.partition_path import escape_path_name
 from pyhudi.table.properties import read_table_config
 
 RK = "hoodie.datasource.write.recordkey.field"

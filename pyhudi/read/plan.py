@@ -1,0 +1,175 @@
+"""Scan planning: which file slices a query reads, and what every slice read must know.
+
+- **snapshot** (latest, or time travel ``as_of``): the latest slice of every file group not replaced, with the
+  files and log blocks of the commits requested at or before ``as_of`` (and completed);
+- **read-optimized**: the same slices' base files only (a log-only file group contributes nothing; under a
+  pending compaction the previous base file);
+- **incremental** (``start``, ``end``]: Hudi 1.x (table version 8+) compares *completion* times: the commits
+  completed after ``start`` and at or before ``end`` are in range; the slices touched by them are read as of
+  ``end`` (files, replaces and log blocks of instants completed by ``end``) and only records whose
+  ``_hoodie_commit_time`` is one of those commits are returned;
+- **point read** by keys: the file groups the record index names (all file groups when the table has none),
+  their slices read for those keys only.
+
+A :class:`ScanPlan` is what Spark ships to its tasks: the :class:`~pyhudi.read.slice_reader.ReadSpec` (storage,
+base path, output schema, merge mode and ordering fields, the instants whose log blocks count, filters) and one
+:class:`~pyhudi.read.slice_reader.SliceSpec` per slice (relative paths).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Protocol
+
+import pyarrow as pa
+
+from pyhudi.errors import UnsupportedFormatError
+from pyhudi.read.logscan import CommittedInstants
+from pyhudi.read.merge import MergeConfig
+from pyhudi.read.slice_reader import FileSliceReader, ReadSpec, SliceSpec
+from pyhudi.table.schema import table_schema, with_meta
+from pyhudi.table.timeline import ActiveTimeline
+
+if TYPE_CHECKING:
+    from pyhudi.io.storage import Storage
+    from pyhudi.table.fsview import FileSystemView
+    from pyhudi.table.lsm_timeline import FullTimeline
+    from pyhudi.table.properties import TableConfig
+
+
+class TableLike(Protocol):
+    """What a scan plan needs of a table (:class:`pyhudi.table.table.Table` is one, :class:`TableFiles` another)."""
+
+    storage: Storage
+    base_path: str
+    config: TableConfig
+
+    def timeline(self) -> ActiveTimeline: ...
+
+    def schema(self) -> pa.Schema: ...
+
+    def view(self, timeline: ActiveTimeline | None = None) -> FileSystemView: ...
+
+
+@dataclass
+class TableFiles:
+    """A table as storage, base path and properties (for services that work below the ``Table`` facade)."""
+
+    storage: Storage
+    base_path: str
+    config: TableConfig
+
+    def timeline(self) -> ActiveTimeline:
+        return ActiveTimeline.load(self.storage, self.base_path, self.config)
+
+    def schema(self) -> pa.Schema:
+        return table_schema(self.storage, self.base_path, self.config, self.timeline())
+
+    def view(self, timeline: ActiveTimeline | None = None) -> FileSystemView:
+        from pyhudi.metadata.reader import table_view
+
+        return table_view(self.storage, self.base_path, self.config, timeline or self.timeline())
+
+
+@dataclass(frozen=True)
+class ScanPlan:
+    read: ReadSpec
+    slices: tuple[SliceSpec, ...]
+
+    def batches(self) -> Iterator[pa.RecordBatch]:
+        """Every slice read here, one after another (driver-local)."""
+        for sl in self.slices:
+            yield from FileSliceReader(self.read, sl).batches()
+
+    def to_arrow(self) -> pa.Table:
+        return pa.Table.from_batches(list(self.batches()), schema=self.read.schema)
+
+    def project(self, columns: Sequence[str]) -> ScanPlan:
+        """The same read returning only ``columns`` (plus what the merge needs: the ordering fields)."""
+        keep = set(columns) | set(self.read.merge.ordering_fields)
+        schema = pa.schema([f for f in self.read.schema if f.name in keep])
+        return ScanPlan(replace(self.read, schema=schema), self.slices)
+
+
+def _spec(table: TableLike, timeline: ActiveTimeline, **kw: object) -> ReadSpec:
+    cfg = table.config
+    if not cfg.populate_meta_fields:
+        raise UnsupportedFormatError(
+            f"{table.base_path}: hoodie.populate.meta.fields=false (records without Hudi's meta columns) is not "
+            "supported by pyhudi's reader"
+        )
+    if cfg.base_file_format.strip().upper() != "PARQUET":
+        raise UnsupportedFormatError(
+            f"{table.base_path}: hoodie.table.base.file.format={cfg.base_file_format}; pyhudi reads parquet base "
+            "files only"
+        )
+    schema = with_meta(table.schema())
+    merge = MergeConfig.of_table(table.config, schema, table.base_path)
+    instants = kw.pop("instants", None) or CommittedInstants.of(timeline.commits())
+    return ReadSpec(table.storage, table.base_path, schema, merge, instants, **kw)  # type: ignore[arg-type]
+
+
+def snapshot(
+    table: TableLike,
+    *,
+    as_of: str | None = None,
+    read_optimized: bool = False,
+    timeline: ActiveTimeline | None = None,
+    view: FileSystemView | None = None,
+) -> ScanPlan:
+    """The latest (or ``as_of``) snapshot; ``as_of`` is an instant time (see ``Table._check_as_of``)."""
+    tl = timeline or table.timeline()
+    v = view or table.view(tl)
+    slices = v.latest_file_slices(as_of=as_of)
+    if read_optimized:
+        slices = [s for s in slices if s.base_file is not None]
+    spec = _spec(table, tl, instants=CommittedInstants.of(tl.commits(), as_of=as_of), read_optimized=read_optimized)
+    return ScanPlan(spec, tuple(SliceSpec.of(s) for s in slices))
+
+
+def incremental(
+    table: TableLike,
+    start: str,
+    end: str | None = None,
+    *,
+    timeline: ActiveTimeline | None = None,
+    history: ActiveTimeline | FullTimeline | None = None,
+) -> ScanPlan:
+    """Records written by the commits completed in (``start``, ``end``], as of ``end`` (completion times).
+    ``history``: the timeline the commits in range are taken from when it is longer than the active one (the
+    archived instants and the active ones)."""
+    tl = timeline or table.timeline()
+    source = history if history is not None else tl
+    done = [
+        i for i in source.completed_commits()
+        if i.completion_time is not None and i.completion_time > start and (end is None or i.completion_time <= end)
+    ]
+    commits = frozenset(i.requested_time for i in done)
+    touched: set[tuple[str, str]] = set()
+    for inst in done:
+        for part, stats in (source.read_commit_metadata(inst).get("partitionToWriteStats") or {}).items():
+            for st in stats or ():
+                if st.get("fileId"):
+                    touched.add((st.get("partitionPath") or part, st["fileId"]))
+    view = table.view(tl).at(None, completed_by=end)
+    slices = [s for s in view.latest_file_slices() if (s.partition, s.file_id) in touched]
+    spec = _spec(table, tl, instants=CommittedInstants.of(tl.commits(), completed_by=end), commit_times=commits)
+    return ScanPlan(spec, tuple(SliceSpec.of(s) for s in slices))
+
+
+def for_keys(table: TableLike, keys: Sequence[str], *, timeline: ActiveTimeline | None = None) -> ScanPlan:
+    """The latest slices that may hold ``keys`` (those the record index names; every slice without one), read for
+    those keys only."""
+    tl = timeline or table.timeline()
+    plan = snapshot(table, timeline=tl)
+    wanted = tuple(dict.fromkeys(keys))
+    from pyhudi.metadata.record_index import record_index_lookup
+
+    lk = record_index_lookup(table.storage, table.base_path, tl, table.config)
+    slices = plan.slices
+    if lk is not None:
+        found = lk.lookup(pa.array(list(wanted), pa.string()))
+        named = set(zip(found.column("partition").to_pylist(), found.column("file_id").to_pylist(), strict=True))
+        slices = tuple(s for s in slices if (s.partition, s.file_id) in named)
+    return ScanPlan(replace(plan.read, keys=wanted), slices)

@@ -1,0 +1,278 @@
+"""The file-group reader: the records of one file slice -- base file plus log files, merged -- as Arrow batches.
+
+1. The slice's log files (in Hudi's log order; ``.cdc`` change logs are not data) are scanned for the blocks that
+   count (:mod:`pyhudi.read.logscan`: instants visible to the read, rollbacks applied, torn blocks skipped).
+2. Their records are decoded one block at a time into Arrow and folded per key (:class:`LogRecords`): the result
+   is one buffered record (or delete) per key of the log.
+3. The base file is streamed in batches; each record whose key has a buffered log record is final-merged with it
+   (kept, replaced or deleted), the others pass through.
+4. The buffered log records no base record claimed (inserts into log files, log-only file groups) follow, deletes
+   left out.
+
+Memory holds the log's distinct keys (their buffered records, as Arrow) and one base batch; a log with many
+versions per key is compacted as it is read. Every path is relative to the table and read through
+:class:`~pyhudi.io.storage.Storage`, so a reader runs in any Spark task.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import queue
+import threading
+from collections import deque
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from pyhudi import config as C
+from pyhudi.errors import CorruptFileError, InvalidInputError, StorageError
+from pyhudi.io.logfile import BlockType, LogBlock
+from pyhudi.io.storage import Storage
+from pyhudi.read.logscan import CommittedInstants, scan_log_blocks
+from pyhudi.read.merge import LogRecords, MergeConfig, Winners, final_merge
+from pyhudi.table.fsview import FileSlice
+from pyhudi.table.schema import COMMIT_TIME_COL, RECORD_KEY_COL
+
+DEFAULT_BATCH_ROWS = int(str(C.READ_BATCH_ROWS.default))
+DEFAULT_LOG_COMPACT_ROWS = int(str(C.READ_LOG_COMPACT_ROWS.default))
+
+
+@dataclass(frozen=True)
+class SliceSpec:
+    """One file slice to read: paths relative to the table's base path, logs in Hudi's log order."""
+
+    partition: str
+    file_id: str
+    base_file: str | None
+    log_files: tuple[str, ...] = ()
+    size: int = 0
+
+    @staticmethod
+    def of(fs: FileSlice) -> SliceSpec:
+        logs = tuple(lf.relative_path for lf in fs.log_files if not lf.name.cdc)
+        return SliceSpec(fs.partition, fs.file_id, fs.base_file_path, logs, fs.total_size)
+
+
+@dataclass(frozen=True)
+class ReadSpec:
+    """What a read returns and how slices merge; the same for every slice of one query (picklable)."""
+
+    storage: Storage
+    base_path: str
+    schema: pa.Schema  # the output: meta columns, then the table's columns
+    merge: MergeConfig
+    instants: CommittedInstants  # whose log blocks count
+    commit_times: frozenset[str] | None = None  # incremental: only records written by these commits
+    keys: tuple[str, ...] | None = None  # point read: only these record keys
+    read_optimized: bool = False  # base files only
+    batch_rows: int = DEFAULT_BATCH_ROWS
+    log_compact_rows: int = DEFAULT_LOG_COMPACT_ROWS
+
+
+def conform(t: pa.Table | pa.RecordBatch, schema: pa.Schema, where: str) -> pa.Table:
+    """``t`` with exactly ``schema``'s columns: by name, cast; a column ``t`` lacks is all nulls (a column added to
+    the table after ``t`` was written)."""
+    if isinstance(t, pa.RecordBatch):
+        t = pa.Table.from_batches([t])
+    cols = []
+    for f in schema:
+        if f.name in t.column_names:
+            c = t.column(f.name)
+            if c.type != f.type:
+                try:
+                    c = c.cast(f.type)
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+                    raise InvalidInputError(
+                        f"{where}: column {f.name!r} is {c.type} in the file, {f.type} in the table: {e}"
+                    ) from None
+            cols.append(c)
+        else:
+            cols.append(pa.nulls(t.num_rows, f.type))
+    return pa.Table.from_arrays(cols, schema=schema)
+
+
+_WORKERS = max(1, min(4, os.cpu_count() or 1))
+
+
+def prefetch(items: Iterator[Any], depth: int = _WORKERS, *, call: bool = True) -> Iterator[Any]:
+    """The results of ``items`` (callables when ``call``, else an iterator's values) computed by background
+    threads at most ``depth`` ahead of the consumer, in order. Errors surface at their item; a consumer that stops
+    early stops the producers."""
+    if call:
+        ex = ThreadPoolExecutor(max_workers=_WORKERS)
+        try:
+            pending: deque[Future[Any]] = deque()
+            for f in items:
+                pending.append(ex.submit(f))
+                if len(pending) > depth:
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
+        finally:
+            ex.shutdown(wait=True, cancel_futures=True)
+        return
+    q: queue.Queue[tuple[bool, Any]] = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def produce() -> None:
+        try:
+            for v in items:
+                while not stop.is_set():
+                    try:
+                        q.put((True, v), timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            q.put((False, None))
+        except BaseException as e:  # handed to the consumer
+            q.put((False, e))
+
+    t = threading.Thread(target=produce, name="pyhudi-prefetch", daemon=True)
+    t.start()
+    try:
+        while True:
+            ok, v = q.get()
+            if not ok:
+                if v is not None:
+                    raise v
+                return
+            yield v
+    finally:
+        stop.set()
+        while t.is_alive():
+            try:
+                q.get_nowait()
+            except queue.Empty:
+                t.join(0.05)
+
+
+class FileSliceReader:
+    """Reads one file slice merged (see the module docstring)."""
+
+    def __init__(self, spec: ReadSpec, sl: SliceSpec) -> None:
+        self.spec = spec
+        self.slice = sl
+        self.where = f"{spec.base_path}: file group {sl.file_id}" + (f" in {sl.partition!r}" if sl.partition else "")
+        self._wanted = pa.array(list(dict.fromkeys(spec.keys)), pa.string()) if spec.keys is not None else None
+
+    def _abs(self, rel: str) -> str:
+        return posixpath.join(self.spec.base_path, rel)
+
+    # -- log records -------------------------------------------------------------------------------------------
+    def log_records(self) -> Winners:
+        """The buffered log record of every key of the slice's logs (after all valid blocks). Blocks are decoded
+        in threads (the decoders release the GIL), at most a few ahead of the fold, which takes them in order."""
+        spec = self.spec
+        recs = LogRecords(spec.schema, spec.merge, self.where, spec.log_compact_rows)
+        paths = [self._abs(p) for p in self.slice.log_files]
+        blocks = scan_log_blocks(spec.storage, paths, spec.instants, load_content=False, on_compacted="refuse")
+        for kind, a, b in prefetch((lambda blk=blk: self._decode(blk)) for blk in blocks):
+            if kind == "delete":
+                recs.add_deletes(a)
+            else:
+                recs.add_data(a, b)
+        return recs.resolve()
+
+    def _decode(self, b: LogBlock) -> tuple[str, Any, Any]:
+        spec = self.spec
+        try:
+            if b.block_type == BlockType.DELETE:
+                entries = b.delete_columns(spec.storage)
+                if self._wanted is not None:
+                    entries = entries.filter(pc.is_in(entries.keys, value_set=self._wanted))
+                return "delete", entries, None
+            block = b.records(spec.storage)
+            if self._wanted is not None:
+                block = block.filter(pc.is_in(block.column(RECORD_KEY_COL), value_set=self._wanted))
+            return "data", block, conform(block, spec.schema, f"{b.path} (block at offset {b.offset})")
+        finally:
+            b.release()
+
+    # -- base file ---------------------------------------------------------------------------------------------
+    def _base_batches(self) -> Iterator[pa.Table]:
+        rel = self.slice.base_file
+        if rel is None:
+            return
+        path = self._abs(rel)
+        spec = self.spec
+        try:
+            if self._wanted is not None:
+                from pyhudi.table import base_file
+
+                t = base_file.read_base_file(spec.storage, path, filter_keys=self._wanted)
+                for b in t.to_batches(spec.batch_rows):
+                    yield conform(b, spec.schema, path)
+                return
+            with spec.storage.open_input(path) as f:
+                pf = pq.ParquetFile(f)
+                present = set(pf.schema_arrow.names)
+                cols = [n for n in spec.schema.names if n in present]
+                for b in pf.iter_batches(batch_size=spec.batch_rows, columns=cols):
+                    yield conform(b, spec.schema, path)
+        except FileNotFoundError as e:
+            raise StorageError(f"file not found: {path}") from e
+        except (pa.ArrowInvalid, pa.ArrowException) as e:
+            raise CorruptFileError(path, f"cannot read parquet: {e}") from None
+
+    # -- merged ------------------------------------------------------------------------------------------------
+    def batches(self) -> Iterator[pa.RecordBatch]:
+        """The slice's current records, in batches of the output schema."""
+        for t in self._merged():
+            t = self._select(t)
+            if t.num_rows:
+                yield from t.to_batches()
+
+    def read(self) -> pa.Table:
+        return pa.Table.from_batches(list(self.batches()), schema=self.spec.schema)
+
+    def _select(self, t: pa.Table) -> pa.Table:
+        ct = self.spec.commit_times
+        if ct is not None and t.num_rows:
+            t = t.filter(pc.is_in(t.column(COMMIT_TIME_COL), value_set=pa.array(sorted(ct), pa.string())))
+        return t
+
+    def _merged(self) -> Iterator[pa.Table]:
+        spec = self.spec
+        if spec.read_optimized or not self.slice.log_files:
+            yield from self._base_batches()
+            return
+        winners = self.log_records()
+        if not len(winners):
+            yield from self._base_batches()
+            return
+        table = winners.key_table
+        assert table is not None
+        claimed = np.zeros(len(winners), np.bool_)
+        emitted: list[np.ndarray] = []  # winners whose log row replaces a base row
+        fields = spec.merge.ordering_fields
+        for base in prefetch(iter(self._base_batches()), depth=1, call=False):
+            keys = base.column(RECORD_KEY_COL)
+            at = table.probe(keys)
+            hit = at >= 0
+            if not hit.any():
+                yield base
+                continue
+            rows = np.flatnonzero(hit)
+            matched = at[rows]
+            claimed[matched] = True
+            ordering = [base.column(f).combine_chunks().take(pa.array(rows)) for f in fields]
+            log_wins = final_merge(spec.merge, winners, matched, ordering, self.where,
+                                   keys.combine_chunks().take(pa.array(rows)))
+            keep = ~hit
+            keep[rows[~log_wins]] = True
+            yield base.filter(pa.array(keep))
+            emitted.append(matched[log_wins])
+        # the log rows follow, in log order: those that replace a base row, then the keys no base row has
+        take = np.concatenate([*emitted, np.flatnonzero(~claimed)])
+        take = take[~winners.is_delete[take]]
+        yield from winners.emit(winners.row[take])
+
