@@ -195,6 +195,11 @@ PARQUET_COMPRESSION_LEVEL = Option(
     "pyhudi.parquet.compression.level", None,
     "Codec level of base files (default: 1 for gzip, which writes ~6x faster than level 6 for files ~4% "
     "larger; the codec's own default otherwise).", section=_PY)
+#: what a base file's writer reads (pyhudi.table.base_file.ParquetOptions and its bloom filter)
+BASE_FILE_OPTIONS = (
+    PARQUET_COMPRESSION, PARQUET_BLOCK_SIZE, PARQUET_PAGE_SIZE, PARQUET_DICTIONARY_ENABLED, PARQUET_COMPRESSION_LEVEL,
+    *BLOOM_FILTER_OPTIONS,
+)
 
 # -- table services -------------------------------------------------------------------------------------------------
 CLEANER_COMMITS_RETAINED = Option(

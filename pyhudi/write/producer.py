@@ -367,8 +367,8 @@ class WriteProducer:
             ordering_fields=self.cfg.ordering_fields,
             event_time_ordering=self.cfg.merge_mode == "EVENT_TIME_ORDERING",
             parquet_options={
-                "hoodie.parquet.compression.codec": self.cfg.parquet_compression,
-                **{k: v for k, v in self.cfg.options.items() if k in C.BLOOM_FILTER_OPTIONS},
+                **{k: v for k, v in self.cfg.options.items() if k in C.BASE_FILE_OPTIONS},
+                C.PARQUET_COMPRESSION: self.cfg.parquet_compression,
             },
             buckets={b.id: b for b in buckets},
             sort_by_key=self.sort_by_key,

@@ -92,3 +92,30 @@ def test_footer_bloom_filter_options_reach_the_files(spark, tmp_path: Path) -> N
         bf = footer.bloom()
         # Hudi writes the type code only for dynamic filters: none means SIMPLE (the default is DYNAMIC_V0)
         assert footer.bloom_type_code is None and bf is not None and bf.might_contain("a")
+
+
+def test_parquet_options_reach_the_base_files(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    import pyarrow.parquet as pq
+
+    opts = {
+        **OPTS,
+        "hoodie.index.type": "SIMPLE",
+        "hoodie.parquet.compression.codec": "zstd",
+        "pyhudi.parquet.compression.level": "7",
+        "hoodie.parquet.block.size": "4096",
+        "hoodie.parquet.page.size": "1024",
+        "hoodie.parquet.dictionary.enabled": "false",
+    }
+    n = 5000
+    data = _t([f"k{i:05d}" for i in range(n)], list(range(n)), ["2026/11/21"] * n, [float(i) for i in range(n)])
+    base = tmp_path / "t"
+    table = Table.create(str(base), data.schema, opts)
+    table.write(spark.createDataFrame(data), "insert", opts)
+    files = list((base / "2026/11/21").glob("*.parquet"))
+    assert files
+    for f in files:
+        md = pq.ParquetFile(f).metadata
+        assert md.num_row_groups > 1, f  # 4 KiB row groups, not one of 120 MiB
+        col = md.row_group(0).column(md.schema.names.index("v"))
+        assert col.compression == "ZSTD"
+        assert not col.has_dictionary_page
