@@ -4,7 +4,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 BENCH_STAMP := $(VENV)/.installed-bench
 
-.PHONY: venv test test-quick lint demo bench bench-quick clean
+.PHONY: venv test test-quick lint docs demo bench bench-quick clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "pyhudi needs Python 3.11 or newer")'
@@ -27,6 +27,10 @@ test-quick: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check pyhudi tests benchmarks
 	$(BIN)/mypy
+
+# the configuration reference, docs/configuration.md, generated from the options in pyhudi/config.py
+docs: $(STAMP)
+	$(BIN)/python -m pyhudi.config_doc --write
 
 demo: $(STAMP)
 	$(BIN)/python -m pyhudi.demo
