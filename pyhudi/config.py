@@ -195,6 +195,8 @@ PARQUET_COMPRESSION_LEVEL = Option(
     "pyhudi.parquet.compression.level", None,
     "Codec level of base files (default: 1 for gzip, which writes ~6x faster than level 6 for files ~4% "
     "larger; the codec's own default otherwise).", section=_PY)
+#: the values of hoodie.parquet.compression.codec pyhudi writes (lz4_raw and lz4 both give Parquet's LZ4_RAW)
+PARQUET_CODECS = ("gzip", "snappy", "zstd", "lz4", "lz4_raw", "brotli", "uncompressed", "none")
 #: what a base file's writer reads (pyhudi.table.base_file.ParquetOptions and its bloom filter)
 BASE_FILE_OPTIONS = (
     PARQUET_COMPRESSION, PARQUET_BLOCK_SIZE, PARQUET_PAGE_SIZE, PARQUET_DICTIONARY_ENABLED, PARQUET_COMPRESSION_LEVEL,
@@ -369,6 +371,9 @@ NOT_HONOURED: dict[str, tuple[frozenset[str], str]] = {
         frozenset({"false"}), "archival runs in the writer, after its commit"),
     "hoodie.archive.beyond.savepoint": (
         frozenset({"false"}), "archival stops at the first savepoint"),
+    LOCK_CONFLICT_RESOLUTION_STRATEGY: (
+        frozenset({str(LOCK_CONFLICT_RESOLUTION_STRATEGY.default).lower()}),
+        "concurrent writes are checked by the file groups they touched (Hudi's default strategy) only"),
 }
 
 
@@ -519,8 +524,8 @@ class WriteConfig:
             "GLOBAL_BLOOM": BLOOM_INDEX_UPDATE_PARTITION_PATH,
         }.get(index_type, SIMPLE_INDEX_UPDATE_PARTITION_PATH)
         parallelism = int_option(o, UPSERT_PARALLELISM if op != "bulk_insert" else BULKINSERT_PARALLELISM)
-        codec = str(o.get(PARQUET_COMPRESSION, DEFAULTS[PARQUET_COMPRESSION])).lower()
-        if codec not in ("gzip", "snappy", "zstd", "none", "uncompressed", "lz4", "brotli"):
+        codec = str(o.get(PARQUET_COMPRESSION, DEFAULTS[PARQUET_COMPRESSION])).strip().lower()
+        if codec not in PARQUET_CODECS:
             raise ConfigError(f"option {PARQUET_COMPRESSION} has unknown value {codec!r}")
         return WriteConfig(
             operation=op,

@@ -21,20 +21,6 @@ DOC_PATH = Path("docs") / "configuration.md"
 #: option key -> what the option does not do, although its name or documentation suggests it; kept next to the
 #: option in the reference
 EFFECT_NOTES: dict[str, str] = {
-    C.PARQUET_BLOCK_SIZE: (
-        "Reaches the parquet files archival writes into the LSM timeline only: base files written by "
-        "`Table.write` are written with the default."),
-    C.PARQUET_PAGE_SIZE: (
-        "Reaches the parquet files archival writes into the LSM timeline only: base files written by "
-        "`Table.write` are written with the default."),
-    C.PARQUET_DICTIONARY_ENABLED: (
-        "Reaches the parquet files archival writes into the LSM timeline only: base files written by "
-        "`Table.write` are always dictionary-encoded."),
-    C.PARQUET_COMPRESSION_LEVEL: (
-        "Reaches the parquet files archival writes into the LSM timeline only: base files written by "
-        "`Table.write` use the default level (1 for gzip)."),
-    C.LOCK_CONFLICT_RESOLUTION_STRATEGY: (
-        "Not read: any value is accepted and has no effect; conflicts are always checked by file groups."),
     C.FS_ATOMIC_CREATION_SUPPORT: (
         "Lifts the FileSystemBasedLockProvider's refusal only. pyhudi's own create-if-absent is atomic on the "
         "local filesystem only; elsewhere it checks for the file, then writes it."),

@@ -4,6 +4,7 @@ pyhudi knows but does not honour are refused (or warned about) by name."""
 from __future__ import annotations
 
 import pickle
+import re
 import warnings
 
 import pyarrow as pa
@@ -60,3 +61,18 @@ def test_merge_on_read_table_is_refused_not_ignored(tmp_path, key: str) -> None:
         Table.create(str(tmp_path / "t"), pa.schema([("k", pa.string())]),
                      {C.RECORDKEY_FIELD: "k", key: "MERGE_ON_READ"})
     assert not (tmp_path / "t").exists()
+
+
+def test_conflict_resolution_strategy_other_than_the_default_is_refused() -> None:
+    C.check_honoured({C.LOCK_CONFLICT_RESOLUTION_STRATEGY: str(C.LOCK_CONFLICT_RESOLUTION_STRATEGY.default)})
+    with pytest.raises(ConfigError, match=re.escape(C.LOCK_CONFLICT_RESOLUTION_STRATEGY)):
+        C.check_honoured({C.LOCK_CONFLICT_RESOLUTION_STRATEGY: "com.example.MyStrategy"})
+
+
+def test_write_config_and_base_files_take_the_same_codecs() -> None:
+    from pyhudi.table.base_file import ParquetOptions
+
+    for codec in C.PARQUET_CODECS:
+        ParquetOptions.from_options({C.PARQUET_COMPRESSION: codec})
+    with pytest.raises(ConfigError, match=re.escape(C.PARQUET_COMPRESSION)):
+        ParquetOptions.from_options({C.PARQUET_COMPRESSION: "lzo"})

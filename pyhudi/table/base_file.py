@@ -55,6 +55,7 @@ _CODECS = {
     "uncompressed": "none",
     "none": "none",
 }
+assert set(_CODECS) == set(C.PARQUET_CODECS)
 
 
 @dataclass(frozen=True)
