@@ -289,8 +289,9 @@ LOCK_CONFLICT_RESOLUTION_STRATEGY = Option(
     section=_CC)
 FS_ATOMIC_CREATION_SUPPORT = Option(
     "hoodie.fs.atomic_creation.support", "",
-    "Comma-separated URI schemes whose storage creates files atomically (lets FileSystemBasedLockProvider run "
-    "on them).", section=_CC)
+    "Hudi's list of URI schemes whose storage creates files atomically. Accepted, but it cannot make pyhudi's "
+    "file creation atomic: FileSystemBasedLockProvider runs only where pyhudi creates files only-if-absent "
+    "atomically (the local filesystem), whatever this lists (docs/object-stores.md).", section=_CC)
 
 # -- read -----------------------------------------------------------------------------------------------------------
 READ_SPLIT_BYTES = Option(
