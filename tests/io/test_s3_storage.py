@@ -82,3 +82,15 @@ def test_output_streams_left_open_do_not_block_the_exit(s3_server: S3Server) -> 
     assert res.returncode == 0 and res.stdout.strip() == "done", res.stderr[-3000:]
     assert storage.read_bytes(f"{base}/kept") == b"kept"
     assert storage.read_bytes(f"{base}/cycle") == b"cycle"
+
+
+def test_table_created_from_an_s3_uri_is_named_after_its_folder(s3_server: S3Server) -> None:
+    import pyarrow as pa
+
+    from pyhudi.table.table import Table
+    from tests.write.robust_helpers import OPTS
+
+    uri = s3_server.uri(f"named-{uuid.uuid4().hex[:6]}/orders")
+    t = Table.create(uri, pa.schema([("id", pa.string()), ("p", pa.string()), ("ts", pa.int64())]), OPTS)
+    assert Table.open(uri).config.table_name == "orders"  # not "orders?endpoint_override=..."
+    assert "endpoint_override" not in t.config.get("hoodie.table.create.schema", "")
