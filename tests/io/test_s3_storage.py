@@ -94,3 +94,16 @@ def test_table_created_from_an_s3_uri_is_named_after_its_folder(s3_server: S3Ser
     t = Table.create(uri, pa.schema([("id", pa.string()), ("p", pa.string()), ("ts", pa.int64())]), OPTS)
     assert Table.open(uri).config.table_name == "orders"  # not "orders?endpoint_override=..."
     assert "endpoint_override" not in t.config.get("hoodie.table.create.schema", "")
+
+
+def test_cli_errors_hide_the_secret_key_of_a_uri(s3_server: S3Server) -> None:
+    from click.testing import CliRunner
+
+    from pyhudi.cli.main import main
+
+    # credentials in the URI, as pyarrow takes them: s3://ACCESS_KEY:SECRET_KEY@bucket/path (moto takes any)
+    uri = s3_server.uri("absent").replace("s3://", "s3://testing:very-secret@")
+    res = CliRunner().invoke(main, ["read", uri, "--json"])
+    assert res.exit_code == 1
+    assert "no Hudi table at s3://testing:***@" in res.stderr, res.stderr
+    assert "very-secret" not in res.stdout + res.stderr

@@ -90,32 +90,31 @@ def _wait_listening(proc: subprocess.Popen[bytes], port: int, timeout_s: float) 
 @contextlib.contextmanager
 def moto_s3(bucket: str = "pyhudi", timeout_s: float = 60) -> Iterator[S3Server]:
     """A moto S3 server on 127.0.0.1 with ``bucket`` created; stopped on exit."""
-    log = tempfile.TemporaryFile()
-    proc: subprocess.Popen[bytes] | None = None
-    try:
-        for _ in range(3):  # a free port may be taken between the probe and the server's bind: try another
-            port = _free_port()
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "moto.server", "-H", HOST, "-p", str(port)],
-                stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **ENV},
-            )
-            if _wait_listening(proc, port, timeout_s):
-                break
-            proc.kill()
-            proc.wait()
-            proc = None
-        if proc is None:
-            log.seek(0)
-            raise RuntimeError(f"moto server did not start: {log.read()[-2000:].decode(errors='replace')}")
-        server = S3Server(port, bucket)
-        server.filesystem().create_dir(bucket)
-        yield server
-    finally:
-        if proc is not None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
+    with tempfile.TemporaryFile() as log:
+        proc: subprocess.Popen[bytes] | None = None
+        try:
+            for _ in range(3):  # a free port may be taken between the probe and the server's bind: try another
+                port = _free_port()
+                proc = subprocess.Popen(
+                    [sys.executable, "-m", "moto.server", "-H", HOST, "-p", str(port)],
+                    stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **ENV},
+                )
+                if _wait_listening(proc, port, timeout_s):
+                    break
                 proc.kill()
                 proc.wait()
-        log.close()
+                proc = None
+            if proc is None:
+                log.seek(0)
+                raise RuntimeError(f"moto server did not start: {log.read()[-2000:].decode(errors='replace')}")
+            server = S3Server(port, bucket)
+            server.filesystem().create_dir(bucket)
+            yield server
+        finally:
+            if proc is not None:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
