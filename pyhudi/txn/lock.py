@@ -5,8 +5,8 @@
   Storage must create files atomically, and pyhudi only does so on the local filesystem: elsewhere (S3 and the
   other object stores, HDFS) pyarrow offers no create-if-absent, a create is a look-up followed by a write, and two
   writers could both believe they hold the lock, so the provider refuses to run there, whatever
-  ``hoodie.fs.atomic_creation.support`` lists (that option cannot make pyhudi's create atomic). A lock file older than
-  ``hoodie.write.lock.filesystem.expire`` minutes (0: never) is taken over, and so is one whose holder runs on
+  ``hoodie.fs.atomic_creation.support`` lists (that option cannot make pyhudi's create atomic). A lock file older
+  than ``hoodie.write.lock.filesystem.expire`` minutes (0: never) is taken over, and so is one whose holder runs on
   this host and is gone (the lock file names its holder as Hudi's ``LockInfo`` does, in ``lockThreadName``).
 - ``org.apache.hudi.client.transaction.lock.InProcessLockProvider``: a lock per table path in this process (writers
   in threads of one process).
