@@ -273,7 +273,7 @@ LOCK_PROVIDER = Option(
     "hoodie.write.lock.provider", None,
     "Lock provider class with optimistic concurrency: "
     "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider (default: a lock file under "
-    "`.hoodie/`, local filesystem and HDFS) or org.apache.hudi.client.transaction.lock.InProcessLockProvider "
+    "`.hoodie/`; local filesystem only) or org.apache.hudi.client.transaction.lock.InProcessLockProvider "
     "(writers in one process).", section=_CC)
 LOCK_FILESYSTEM_PATH = Option(
     "hoodie.write.lock.filesystem.path", None,
@@ -296,8 +296,9 @@ LOCK_CONFLICT_RESOLUTION_STRATEGY = Option(
     section=_CC)
 FS_ATOMIC_CREATION_SUPPORT = Option(
     "hoodie.fs.atomic_creation.support", "",
-    "Comma-separated URI schemes whose storage creates files atomically (lets FileSystemBasedLockProvider run "
-    "on them).", section=_CC)
+    "Hudi's list of URI schemes whose storage creates files atomically. Accepted, but it cannot make pyhudi's "
+    "file creation atomic: FileSystemBasedLockProvider runs only where pyhudi creates files only-if-absent "
+    "atomically (the local filesystem), whatever this lists (docs/object-stores.md).", section=_CC)
 
 # -- read -----------------------------------------------------------------------------------------------------------
 READ_SPLIT_BYTES = Option(

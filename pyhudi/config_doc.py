@@ -21,12 +21,6 @@ DOC_PATH = Path("docs") / "configuration.md"
 #: option key -> what the option does not do, although its name or documentation suggests it; kept next to the
 #: option in the reference
 EFFECT_NOTES: dict[str, str] = {
-    C.FS_ATOMIC_CREATION_SUPPORT: (
-        "Lifts the FileSystemBasedLockProvider's refusal only. pyhudi's own create-if-absent is atomic on the "
-        "local filesystem only; elsewhere it checks for the file, then writes it."),
-    C.LOCK_PROVIDER: (
-        "FileSystemBasedLockProvider runs on the local filesystem; other storage (HDFS included) is refused unless "
-        "its scheme is listed in `hoodie.fs.atomic_creation.support`."),
     C.FAULT: "Used by the test suite; never set it on a real table.",
     C.TABLE_TYPE: (
         "MERGE_ON_READ is refused before anything is written: pyhudi writes copy-on-write tables only (it reads "

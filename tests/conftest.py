@@ -62,3 +62,15 @@ def pytest_sessionstart(session: pytest.Session) -> None:
             f"shared fixtures not found at {SHARED_FIXTURES} (expected shared/ beside the repository); "
             "set PYHUDI_SHARED to the shared/ folder"
         )
+
+
+@pytest.fixture(scope="session")
+def s3_server():  # type: ignore[no-untyped-def]
+    """A moto S3 server on 127.0.0.1 (tests/support/s3.py) with a bucket; its credentials and region are in this
+    process's environment, and so in that of the commands a test starts, while it runs."""
+    from tests.support.s3 import moto_s3
+
+    with pytest.MonkeyPatch.context() as mp, moto_s3() as server:
+        for k, v in server.env.items():
+            mp.setenv(k, v)
+        yield server

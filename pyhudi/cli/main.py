@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from typing import Any
 
@@ -27,13 +28,24 @@ class _Cli(click.Group):
         try:
             return super().invoke(ctx)
         except PyHudiError as e:
+            msg = redact_uri_secrets(str(e))
             if _wants_json(ctx):
-                emit_json({"error": str(e), "type": type(e).__name__})
-            click.echo(f"error: {e}", err=True)
+                emit_json({"error": msg, "type": type(e).__name__})
+            click.echo(f"error: {msg}", err=True)
             sys.exit(1)
         finally:
             if set_here:
                 os.environ.pop(ENV_QUIET_TASK_FAILURES, None)
+
+
+# the secret key of a URI's credentials: s3://ACCESS_KEY:SECRET_KEY@bucket/path
+_URI_SECRET = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://[^/@\s:'\"]*:)[^/@\s'\"]+@")
+
+
+def redact_uri_secrets(text: str) -> str:
+    """``text`` with the secret key of a storage URI's credentials (``s3://KEY:SECRET@bucket/...``) hidden
+    (messages name tables by the URI they were given)."""
+    return _URI_SECRET.sub(r"\1***@", text)
 
 
 def _wants_json(ctx: click.Context) -> bool:

@@ -200,6 +200,7 @@ def timeline(table: str, archived: bool, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True)
 def validate(table: str, as_json: bool) -> None:
     """Check TABLE's metadata table against the committed files on storage (exit 1 on any difference)."""
+    from pyhudi.cli.main import redact_uri_secrets
     from pyhudi.metadata.validate import validate_table
     from pyhudi.table.table import Table
 
@@ -208,7 +209,7 @@ def validate(table: str, as_json: bool) -> None:
     if as_json:
         emit_json(d)
     else:
-        click.echo(f"{table}: {'ok' if rep.ok else 'DIFFERENCES FOUND'} ({d['partitions']} partitions, {d['files']} files)")
+        click.echo(f"{redact_uri_secrets(table)}: {'ok' if rep.ok else 'DIFFERENCES FOUND'} ({d['partitions']} partitions, {d['files']} files)")
         for k in ("missing_in_metadata", "extra_in_metadata", "size_mismatch", "file_slices_differ", "problems"):
             for item in d[k]:
                 click.echo(f"  {k}: {item}")

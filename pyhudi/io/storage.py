@@ -12,14 +12,24 @@ refused outright; any other is normalised (``posixpath.normpath``) and must be t
 a separator; on the local filesystem it is also resolved through symbolic links (``os.path.realpath``) and must
 still lie under the resolved root, so a link planted in a table cannot lead a write, a delete or a read out of
 it. The root itself may be listed and created, never deleted or moved.
+
+Object stores (S3) and interpreter exit: pyarrow finalizes its S3 subsystem in an :mod:`atexit` hook, and an S3
+output stream still open after that waits forever, when it is finally destroyed, for an upload that can no longer
+run (the process never exits). This module registers its own hook after pyarrow's, so it runs first: it collects
+garbage (streams only kept alive by reference cycles, e.g. those of an exception's traceback) and closes every
+output stream a Storage opened on an object store and nobody closed, while S3 still works.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import copy
+import gc
 import os
 import posixpath
 import uuid
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +38,23 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from pyhudi.errors import StorageError, UnsafePathError
+
+# output streams opened on an object store that are not closed yet (see the module doc)
+_OPEN_OUTPUTS: weakref.WeakSet[pa.NativeFile] = weakref.WeakSet()
+
+
+def _close_outputs_before_s3_finalized() -> None:
+    """Close the object-store output streams still open, while pyarrow's S3 subsystem is alive: one destroyed
+    after its finalization blocks the exit of the process for ever."""
+    gc.collect()
+    for out in list(_OPEN_OUTPUTS):
+        with contextlib.suppress(Exception):
+            if not out.closed:
+                out.close()
+
+
+# pyarrow.fs (imported above) registered its S3 finalization at import; hooks run last-registered first
+atexit.register(_close_outputs_before_s3_finalized)
 
 
 @dataclass(frozen=True)
@@ -73,8 +100,10 @@ class Storage:
 
     @property
     def atomic_create(self) -> bool:
-        """Whether ``write_bytes(..., overwrite=False)`` creates a file only if it is absent, atomically (on the
-        local filesystem it links a written temporary file into place)."""
+        """Whether ``write_bytes(..., overwrite=False)`` creates a file only if it is absent, atomically: on the
+        local filesystem only (it links a written temporary file into place). Elsewhere (S3 and other object
+        stores, HDFS) pyarrow offers no create-if-absent (no ``If-None-Match: *`` on S3 PUTs): the write looks the
+        path up and then writes it, so two writers racing for one path may both succeed."""
         return self.is_local
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -187,7 +216,7 @@ class Storage:
         parent = posixpath.dirname(path)
         if parent and self.is_local:
             self.makedirs(parent)
-        return self.fs.open_output_stream(path)
+        return self._track(self.fs.open_output_stream(path))
 
     def open_append(self, path: str) -> pa.NativeFile:
         """An output stream appending to ``path`` (created if absent; local filesystems, HDFS)."""
@@ -195,13 +224,19 @@ class Storage:
         parent = posixpath.dirname(path)
         if parent and self.is_local:
             self.makedirs(parent)
-        return self.fs.open_append_stream(path)
+        return self._track(self.fs.open_append_stream(path))
+
+    def _track(self, out: pa.NativeFile) -> pa.NativeFile:
+        if not self.is_local:
+            _OPEN_OUTPUTS.add(out)
+        return out
 
     def write_bytes(self, path: str, data: bytes, *, overwrite: bool = True) -> None:
         """Write a whole file so that readers see either nothing or all of it.
 
-        On the local filesystem this writes a temporary sibling and renames it; object stores make a single
-        PUT visible atomically.
+        On the local filesystem this writes a temporary sibling and renames it (``overwrite=False``: links it,
+        which fails if the path exists); object stores make a single PUT visible atomically, but
+        ``overwrite=False`` there is a look-up followed by the PUT, not atomic (:attr:`atomic_create`).
         """
         self._check_changes(path, "write")
         if not overwrite and self.exists(path):

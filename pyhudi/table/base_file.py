@@ -280,7 +280,7 @@ def atomic_output(storage: Storage, path: str) -> Iterator[Any]:
     """An output stream whose content appears under ``path`` only when the block exits without error.
 
     Local storage: a hidden temporary sibling renamed into place. Object stores: the upload completes (and
-    becomes visible) on close; on error it is aborted where the filesystem allows.
+    becomes visible) on close; on error the stream is closed and the object deleted (pyarrow offers no abort).
     """
     storage.check_path(path, "write")
     if storage.is_local:
@@ -300,10 +300,12 @@ def atomic_output(storage: Storage, path: str) -> Iterator[Any]:
         try:
             yield out
         except BaseException:
-            abort = getattr(out, "abort", None)
-            if callable(abort):
-                with contextlib.suppress(Exception):
-                    abort()
+            # pyarrow cannot abort an upload: complete it and delete the object, so that neither a partial file
+            # nor an open stream (which would block the process at exit) is left behind
+            with contextlib.suppress(Exception):
+                out.close()
+            with contextlib.suppress(Exception):
+                storage.delete(path, dirs=False)
             raise
         out.close()
 

@@ -76,8 +76,9 @@ class Table:
         given = next((k for k in (C.TABLE_TYPE, *C.TABLE_TYPE.aliases) if options.get(k) is not None), C.TABLE_TYPE)
         check_new_table_type(uri, str(C.TABLE_TYPE.get(options)), given)
         wc = C.WriteConfig.from_options(options)
-        name = options.get(C.TABLE_NAME) or posixpath.basename(uri.rstrip("/")) or "table"
         storage, path = Storage.from_uri(uri)
+        # the folder's name, never the URI's tail (an s3:// URI ends with its options: ?endpoint_override=...)
+        name = options.get(C.TABLE_NAME) or posixpath.basename(path.rstrip("/")) or "table"
         storage = storage.rooted(path)
         cfg = TableConfig.create(
             name,

@@ -2,9 +2,11 @@
 
 - ``org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider``: the lock is a file
   (``<hoodie.write.lock.filesystem.path or <base>/.hoodie>/lock``) created only if absent; released by deleting it.
-  Storage must create files atomically (the local filesystem and HDFS do; object stores are refused unless their
-  scheme is listed in ``hoodie.fs.atomic_creation.support``). A lock file older than
-  ``hoodie.write.lock.filesystem.expire`` minutes (0: never) is taken over, and so is one whose holder runs on
+  Storage must create files atomically, and pyhudi only does so on the local filesystem: elsewhere (S3 and the
+  other object stores, HDFS) pyarrow offers no create-if-absent, a create is a look-up followed by a write, and two
+  writers could both believe they hold the lock, so the provider refuses to run there, whatever
+  ``hoodie.fs.atomic_creation.support`` lists (that option cannot make pyhudi's create atomic). A lock file older
+  than ``hoodie.write.lock.filesystem.expire`` minutes (0: never) is taken over, and so is one whose holder runs on
   this host and is gone (the lock file names its holder as Hudi's ``LockInfo`` does, in ``lockThreadName``).
 - ``org.apache.hudi.client.transaction.lock.InProcessLockProvider``: a lock per table path in this process (writers
   in threads of one process).
@@ -110,12 +112,17 @@ class FileSystemBasedLockProvider(LockProvider):
             folder = posixpath.join(base_path, METAFOLDER)
         self.path = posixpath.join(folder, LOCK_FILE)
         self.expire_s = C.int_option(options, C.LOCK_FILESYSTEM_EXPIRE) * 60
-        atomic = {s.strip().lower() for s in str(C.FS_ATOMIC_CREATION_SUPPORT.get(options) or "").split(",")}
         scheme = storage.scheme
-        if not storage.atomic_create and scheme not in atomic:
+        if not self.storage.atomic_create:
+            listed = {s.strip().lower() for s in str(C.FS_ATOMIC_CREATION_SUPPORT.get(options) or "").split(",")}
             raise ConfigError(
-                f"{C.LOCK_PROVIDER}={FILE_SYSTEM_LOCK} needs storage that creates files atomically; {scheme} does "
-                f"not (list it in {C.FS_ATOMIC_CREATION_SUPPORT} if it does, or use another lock provider)"
+                f"{C.LOCK_PROVIDER}={FILE_SYSTEM_LOCK} needs storage on which pyhudi creates files atomically "
+                f"(only if absent); on {scheme} it cannot (pyarrow offers no create-if-absent there: a create is a "
+                "look-up then a write, so two writers could both take the lock)"
+                + (f"; listing {scheme} in {C.FS_ATOMIC_CREATION_SUPPORT} does not change that" if scheme in listed
+                   else "")
+                + f". Use {C.WRITE_CONCURRENCY_MODE}=SINGLE_WRITER with one writer at a time, or {IN_PROCESS_LOCK} for "
+                "writers in threads of one process; see docs/object-stores.md"
             )
         self.owner = Owner.current()
 

@@ -116,6 +116,10 @@ def test_file_lock_refused_without_atomic_create() -> None:
 
     mock = Storage(pafs._MockFileSystem())
     assert not mock.atomic_create
-    with pytest.raises(ConfigError, match=r"hoodie\.fs\.atomic_creation\.support"):
+    with pytest.raises(ConfigError, match=r"cannot \(pyarrow offers no create-if-absent"):
         FileSystemBasedLockProvider(mock, "/t", {})
-    FileSystemBasedLockProvider(mock, "/t", {C.FS_ATOMIC_CREATION_SUPPORT: mock.scheme})
+    # listing the scheme as Hudi allows does not make pyhudi's create atomic: still refused, and said so
+    with pytest.raises(ConfigError, match=r"listing mock in hoodie\.fs\.atomic_creation\.support does not change"):
+        FileSystemBasedLockProvider(mock, "/t", {C.FS_ATOMIC_CREATION_SUPPORT: mock.scheme})
+    with pytest.raises(ConfigError, match="FileSystemBasedLockProvider"):
+        FileSystemBasedLockProvider(mock, "/t", {C.LOCK_FILESYSTEM_PATH: "/elsewhere"})
