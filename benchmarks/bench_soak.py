@@ -9,7 +9,8 @@ metadata table (every instant, completed commits, pending) and the LSM history's
 Every ``--check-every`` commits and at the end, hudi-rs and pyhudi read the table and are compared with the model.
 
 The JSON (printed at the end) is rewritten after every window, so an interrupted run leaves its figures in
-``--out`` (default benchmarks/results/soak.json) with ``commits_done`` and ``finished``.
+``--out`` (default benchmarks/results/soak.json) with ``commits_done`` and ``finished``; Ctrl-C or SIGTERM stops it
+after the commit under way, and it still checks the model and writes the figures so far.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import signal
 import statistics
 import sys
 import tempfile
@@ -30,6 +32,8 @@ def main() -> None:
     ap.add_argument("--commits", type=int, default=2000)
     ap.add_argument("--window", type=int, default=100)
     ap.add_argument("--check-every", type=int, default=500, help="compare hudi-rs with the model this often")
+    ap.add_argument("--shuffle-partitions", type=int, default=None, help="spark.sql.shuffle.partitions (default: "
+                    "the session's)")
     ap.add_argument("--base", default=None, help="create the table here (default: a temporary folder)")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "soak.json"))
     a = ap.parse_args()
@@ -47,6 +51,8 @@ def main() -> None:
     from pyhudi.table.table import Table
 
     spark = get_spark()
+    if a.shuffle_partitions:
+        spark.conf.set("spark.sql.shuffle.partitions", str(a.shuffle_partitions))
     base = a.base or str(Path(tempfile.mkdtemp(prefix="bench-soak-")) / "t")
     wl = SoakWorkload()
     table = Table.create(base, wl.table([]).schema, OPTIONS)
@@ -55,6 +61,7 @@ def main() -> None:
     windows: list[dict[str, Any]] = []
     checks: list[dict[str, Any]] = []
     walls: list[float] = []
+    cpus: list[float] = []
     cur: list[dict[str, float]] = []
     peak: dict[str, dict[str, int]] = {}  # over the whole run
     win_peak: dict[str, dict[str, int]] = {}  # over the current window
@@ -70,6 +77,7 @@ def main() -> None:
             "partitions": wl.partitions,
             "options": "defaults (keep.min/max.commits 20/30, cleaner.commits.retained 10, "
                        "metadata compact.max.delta.commits 10, timeline compaction batch 10)",
+            "shuffle_partitions": spark.conf.get("spark.sql.shuffle.partitions"),
             "live_rows": len(wl.live),
             "elapsed_s": round(time.time() - started, 1),
             "median_latency_s_per_window": [w["median_s"] for w in windows],
@@ -87,7 +95,8 @@ def main() -> None:
         checks.append({"after_commit": i, "rows": len(want), "hudi_rs_exact": got_rs == want,
                        "pyhudi_exact": got_py == want})
 
-    for i in range(a.commits):
+    def one(i: int) -> None:
+        nonlocal cur, win_peak
         op, batch = wl.batch()
         df = spark.createDataFrame(wl.table(batch))
         c0, t0 = tree_cpu_seconds(), time.perf_counter()
@@ -95,6 +104,8 @@ def main() -> None:
         wall, c1 = time.perf_counter() - t0, tree_cpu_seconds()
         wl.applied(op, batch)
         walls.append(wall)
+        if c0 is not None and c1 is not None:
+            cpus.append(c1 - c0)
         cur.append({**res.timings, "wall": wall, **({"cpu": c1 - c0} if c0 is not None and c1 is not None else {})})
         sizes = timeline_sizes(storage, base)
         for acc in (peak, win_peak):
@@ -120,13 +131,25 @@ def main() -> None:
             })
             cur, win_peak = [], {}
             flush(False)
-    check(a.commits - 1)
-    n = len(walls)
-    if n >= 60:
-        out["median_commits_10_60_s"] = round(statistics.median(walls[10:60]), 4)
-        out["median_last_50_s"] = round(statistics.median(walls[-50:]), 4)
-        out["last_50_over_10_60"] = round(out["median_last_50_s"] / out["median_commits_10_60_s"], 3)
-    flush(True)
+
+    # Ctrl-C or SIGTERM stops the run after the commit under way (an exception inside a Spark call would break
+    # the session's gateway): the model check of what was committed and the figures so far are still written
+    stopping: list[int] = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda signum, frame: stopping.append(signum))
+    for i in range(a.commits):
+        if stopping:
+            out["stopped_after_commits"] = len(walls)
+            break
+        one(i)
+    check(len(walls) - 1)
+    for name, xs in (("latency", walls), ("cpu", cpus)):
+        if len(xs) >= 60:
+            early, late = statistics.median(xs[10:60]), statistics.median(xs[-50:])
+            out[f"median_{name}_commits_10_60_s"] = round(early, 4)
+            out[f"median_{name}_last_50_s"] = round(late, 4)
+            out[f"{name}_last_50_over_10_60"] = round(late / early, 3)
+    flush(len(walls) == a.commits)
     print(json.dumps({k: v for k, v in out.items() if k != "windows"}))
     spark.stop()
 
