@@ -7,8 +7,10 @@ makes nullable fields ``[type, "null"]`` and encodes decimals as named fixed typ
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -206,10 +208,13 @@ def table_schema(storage: Storage, base_path: str, config: TableConfig, timeline
     active one carries one), else the create schema."""
     from pyhudi.table.lsm_timeline import ArchivedTimeline, LsmHistory
 
-    sources: list[ActiveTimeline | ArchivedTimeline] = [timeline]
-    if LsmHistory.for_table(storage, base_path, config).latest_version() > 0:
-        sources.append(ArchivedTimeline.load(storage, base_path, config))
-    for tl in sources:
+    def archived() -> Iterator[ActiveTimeline | ArchivedTimeline]:
+        # read only when no active commit carries a schema: loading the archived timeline reads every file of
+        # the LSM timeline, which a commit (this runs for every write) must not pay
+        if LsmHistory.for_table(storage, base_path, config).latest_version() > 0:
+            yield ArchivedTimeline.load(storage, base_path, config)
+
+    for tl in itertools.chain([timeline], archived()):
         for inst in reversed(list(tl.completed_commits())):
             s = (tl.read_commit_metadata(inst).get("extraMetadata") or {}).get("schema")
             if s:

@@ -798,7 +798,7 @@ def test_cleaning_sees_files_of_archived_commits(tmp_path: Path) -> None:
     assert pyhudi_rows(ft.base) == ft.snapshot() == hudi_rs_rows(ft.base)
 
 
-def test_record_counts_and_schema_from_archived_commits(tmp_path: Path) -> None:
+def test_record_counts_and_schema_from_archived_commits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     ft = FabTable.create(tmp_path / "t", mdt=False, retained=1)
     for i in range(8):
         ft.write({(EU, f"fg{i}-0"): [(f"a{i}", i), (f"b{i}", i)]}, services=False)
@@ -810,7 +810,17 @@ def test_record_counts_and_schema_from_archived_commits(tmp_path: Path) -> None:
     assert len(latest) == 8 and len(tl.completed_commits()) == 2
     counts = record_counts(tl, latest, ArchivedTimeline.load(LOCAL, ft.base))
     assert {n: counts[n] for n in latest} == dict.fromkeys(latest, 2)  # 6 of them written by archived commits
+    # every write resolves the schema: an active commit carrying one answers without reading the LSM timeline
+    loads: list[str] = []
+    load = ArchivedTimeline.load
+
+    def counted(*a: Any, **kw: Any) -> ArchivedTimeline:
+        loads.append(str(a[1]))
+        return load(*a, **kw)
+
+    monkeypatch.setattr(ArchivedTimeline, "load", counted)
     schema = table.schema()
+    assert schema.names == ["id", "v", "region"] and loads == []
     # active commits that carry no schema: the latest archived commit that does
     for inst in tl.completed_commits():
         meta = tl.read_commit_metadata(inst)
@@ -820,6 +830,7 @@ def test_record_counts_and_schema_from_archived_commits(tmp_path: Path) -> None:
     cfg = read_table_config(LOCAL, meta_path(ft.base))
     update_table_config(LOCAL, meta_path(ft.base), deletes=["hoodie.table.create.schema"])
     assert Table.open(ft.base).schema() == schema and cfg.create_schema
+    assert loads == [ft.base]
 
 
 def avro_container(meta: dict[str, Any]) -> bytes:

@@ -1,0 +1,171 @@
+"""A long-running pipeline: 200 small commits into one table in one Spark session, archival, cleaning and the
+metadata table's compaction on their defaults (:mod:`pyhudi.bench.soak`'s workload; ``benchmarks/bench_soak.py``
+runs thousands of them outside CI).
+
+After every commit both active timelines stay within what Hudi's archival promises; commit latency does not grow;
+at the end hudi-rs and pyhudi read exactly the model, and time travel to archived instants is refused because
+cleaning removed their file versions (and reads exactly inside the retained window).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from pathlib import Path
+
+import pytest
+
+from pyhudi.bench.soak import OPTIONS, SCHEMA, Row, SoakWorkload, hudi_rs_rows, rows_of, tree_cpu_seconds
+from pyhudi.errors import InvalidInputError
+from pyhudi.metadata.partitions import metadata_base_path
+from pyhudi.metadata.validate import validate_table
+from pyhudi.table.lsm_timeline import ArchivedTimeline, LsmHistory
+from pyhudi.table.table import Table
+from pyhudi.table.timeline import CLEAN, COMMIT, ActiveTimeline
+from tests.table._fabricate import LOCAL
+
+pytest.importorskip("hudi")
+
+COMMITS = 200
+KEEP_MIN, KEEP_MAX = 20, 30  # hoodie.keep.min.commits / hoodie.keep.max.commits defaults
+CLEANER_RETAINED = 10  # hoodie.cleaner.commits.retained default
+MDT_MAX_DELTA = 10  # hoodie.metadata.compact.max.delta.commits default
+
+
+def _commit_times(tl: ActiveTimeline) -> list[str]:
+    return [i.requested_time for i in tl.completed_commits()]
+
+
+@pytest.fixture
+def small_shuffles(spark):  # type: ignore[no-untyped-def]
+    """Two shuffle partitions for a few rows (the session's 8 cost a commit about a fifth more CPU)."""
+    before = spark.conf.get("spark.sql.shuffle.partitions")
+    spark.conf.set("spark.sql.shuffle.partitions", "2")
+    yield spark
+    spark.conf.set("spark.sql.shuffle.partitions", before)
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_two_hundred_small_commits_in_one_session(small_shuffles, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    spark = small_shuffles
+    base = str(tmp_path / "t")
+    Table.create(base, SCHEMA, OPTIONS)
+    mdt = metadata_base_path(base)
+    wl = SoakWorkload()
+    commits: list[str] = []
+    snapshots: dict[str, list[Row]] = {}  # instant -> the model as of it
+    latency: list[float] = []
+    cpu: list[float] = []
+    data_sizes: list[int] = []
+    mdt_sizes: list[int] = []
+    started = time.perf_counter()
+
+    for i in range(COMMITS):
+        op, batch = wl.batch()
+        df = spark.createDataFrame(wl.table(batch))
+        c0, t0 = tree_cpu_seconds(), time.perf_counter()
+        res = Table.open(base).write(df, op, OPTIONS)
+        latency.append(time.perf_counter() - t0)
+        c1 = tree_cpu_seconds()
+        if c0 is not None and c1 is not None:
+            cpu.append(c1 - c0)
+        wl.applied(op, batch)
+        commits.append(res.instant)
+        snapshots[res.instant] = wl.snapshot()
+
+        # -- data table: archival ran after the commit and its clean (hoodie.archive.automatic). Nothing is pending
+        # after a synchronous write. At most keep.max.commits completed commits stay (the cleaner does not raise
+        # the limits: it needs its retained commits + 2 = 12 < keep.min.commits). The cleans and rollbacks older
+        # than the last archived commit go with it (reference 7.3), so what stays of them is at most one clean
+        # per commit still active, plus the one that followed the last archived commit.
+        tl = ActiveTimeline.load(LOCAL, base)
+        n_commits = len(tl.completed_commits())
+        assert not tl.pending(), f"commit {i}: pending on the data table: {list(tl.pending())}"
+        assert n_commits <= KEEP_MAX, f"commit {i}: {n_commits} completed commits on the data table's timeline"
+        assert len(tl) - n_commits <= n_commits + 1, f"commit {i}: {len(tl) - n_commits} cleans/rollbacks"
+        assert n_commits == min(i + 1, KEEP_MAX) or KEEP_MIN <= n_commits <= KEEP_MAX, f"commit {i}"
+        data_sizes.append(len(tl))
+
+        # -- metadata table: its archival keeps min/max one more than the data table's (21/31, Hudi's
+        # createMetadataWriteConfig), but it never archives an instant at or after the data table's earliest
+        # commit on its active timeline (TimelineUtils.getEarliestInstantForMetadataArchival, reference 7.4): the
+        # metadata table keeps every deltacommit of the data table's active commits and of their cleans. So it
+        # holds at most max(31, its completed commits at or after that instant). Those are bounded in turn: one
+        # deltacommit per active data commit (<= 30) and per clean that deleted files (one per commit: <= 30),
+        # and a compaction every 10 deltacommits (<= 6): 66.
+        mtl = ActiveTimeline.load(LOCAL, mdt)
+        m_commits = _commit_times(mtl)
+        earliest_data = min(i.requested_time for i in tl.commits())
+        held = [t for t in m_commits if t >= earliest_data]
+        bound = 2 * KEEP_MAX + (2 * KEEP_MAX) // MDT_MAX_DELTA
+        assert not mtl.pending(), f"commit {i}: pending on the metadata table: {list(mtl.pending())}"
+        assert len(m_commits) <= max(KEEP_MAX + 1, len(held)), (
+            f"commit {i}: the metadata table keeps {len(m_commits)} completed commits, {len(held)} of them at or "
+            f"after the data table's earliest active commit {earliest_data}"
+        )
+        assert len(held) <= bound, f"commit {i}: {len(held)} metadata commits held by the data timeline"
+        assert len(mtl) == len(m_commits), f"commit {i}: the metadata table has instants other than commits"
+        mdt_sizes.append(len(mtl))
+
+    elapsed = time.perf_counter() - started
+    early, late = statistics.median(latency[10:60]), statistics.median(latency[-50:])
+    figures = {
+        "elapsed_s": round(elapsed, 1),
+        "median_latency_commits_10_60_s": round(early, 3),
+        "median_latency_last_50_s": round(late, 3),
+        "max_active_data": max(data_sizes),
+        "max_active_metadata": max(mdt_sizes),
+    }
+    if len(cpu) == COMMITS:  # CPU seconds of driver, JVM and Python workers: what the commits cost on any machine
+        figures["cpu_s"] = round(sum(cpu), 1)
+        figures["median_cpu_commits_10_60_s"] = round(statistics.median(cpu[10:60]), 3)
+        figures["median_cpu_last_50_s"] = round(statistics.median(cpu[-50:]), 3)
+    print(f"\nlong pipeline: {figures}")
+    # the active timelines stay bounded, so a commit costs no more after 200 of them than after 10
+    assert late <= 1.3 * early, figures
+
+    # -- archival happened on both tables, down to what the rules keep
+    table = Table.open(base)
+    full = table.full_timeline()
+    assert [i.requested_time for i in full.completed_commits()] == commits
+    archived = [t for t in commits if full.is_archived(t)]
+    assert len(archived) >= COMMITS - KEEP_MAX
+    assert any(i.action == CLEAN for i in full.archived)
+    mdt_archived = ArchivedTimeline.load(LOCAL, mdt)
+    assert any(i.action == COMMIT for i in mdt_archived)  # the metadata table's compactions are archived too
+    for path in (base, mdt):  # the LSM timeline's layers were compacted: fewer files than archival runs
+        assert 0 < len(LsmHistory.for_table(LOCAL, path).latest()[1].file_names) < 10, path
+
+    # -- the latest snapshot: hudi-rs and pyhudi read exactly the model
+    want = wl.snapshot()
+    assert hudi_rs_rows(base) == want
+    assert rows_of(table.to_arrow()) == want
+    rep = validate_table(table)
+    assert rep.ok and rep.record_index is not None, rep.to_dict()
+
+    # -- time travel. Cleaning (KEEP_LATEST_COMMITS, 10) keeps the file versions of the last 10 commits only, and
+    # archival keeps at least 20 commits active, so every archived instant lies before the latest clean's earliest
+    # commit to retain: the read is refused (Hudi's validateTimestampAsOf), and rightly: files its snapshot was
+    # made of are gone. Inside the retained window, reads are exact.
+    last_clean = table.timeline().completed().by_action(CLEAN).last()
+    assert last_clean is not None
+    retained = str(table.timeline().read_completed(last_clean, CLEAN)["earliestCommitToRetain"])
+    assert retained == commits[-CLEANER_RETAINED]
+    for t in (commits[5], commits[60], commits[140], archived[-1]):
+        assert full.is_archived(t)
+        assert t < retained
+        written = [
+            s["path"] for stats in full.read_commit_metadata(full.get(t)).get("partitionToWriteStats", {}).values()
+            for s in stats if s.get("path")
+        ]
+        assert written and any(not LOCAL.exists(f"{base}/{p}") for p in written), t  # cleaned
+        with pytest.raises(InvalidInputError, match=f"cannot read as of {t}: cleaning .* removed the file versions "
+                           f"older than {retained} .*hoodie.cleaner.commits.retained"):
+            table.to_arrow(as_of=t)
+    with pytest.raises(InvalidInputError, match="cleaning"):
+        table.read(spark, as_of=commits[60])
+    for t in (retained, commits[-5], commits[-1]):
+        assert rows_of(table.to_arrow(as_of=t)) == snapshots[t], t
+        assert hudi_rs_rows(base, as_of=t) == snapshots[t], t
+    assert rows_of(table.read(spark, as_of=retained).toArrow()) == snapshots[retained]
