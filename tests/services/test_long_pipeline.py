@@ -122,8 +122,14 @@ def test_two_hundred_small_commits_in_one_session(small_shuffles, tmp_path: Path
         figures["median_cpu_commits_10_60_s"] = round(statistics.median(cpu[10:60]), 3)
         figures["median_cpu_last_50_s"] = round(statistics.median(cpu[-50:]), 3)
     print(f"\nlong pipeline: {figures}")
-    # the active timelines stay bounded, so a commit costs no more after 200 of them than after 10
-    assert late <= 1.3 * early, figures
+    # the active timelines stay bounded, so a commit costs no more after 200 of them than after 10. Judged on the
+    # CPU seconds of this process tree where /proc gives them: the suite runs beside other tests (pytest-xdist) on
+    # a shared machine, whose load moves wall-clock latency by more than 1.3x either way (seen here: 7.0 s for
+    # commits 10-60 and 2.0 s for the last 50 of one run); the wall-clock figures are printed with the CPU ones
+    if "median_cpu_last_50_s" in figures:
+        assert figures["median_cpu_last_50_s"] <= 1.3 * figures["median_cpu_commits_10_60_s"], figures
+    else:
+        assert late <= 1.3 * early, figures
 
     # -- archival happened on both tables, down to what the rules keep
     table = Table.open(base)
