@@ -20,8 +20,9 @@ file is parsed with them. Spark's CSV reader then reads every column as text and
 pyarrow converts them: in a string column an empty field is the empty string, never null; in any other column
 pyarrow's null spellings (an empty field, ``NA``, ``NULL``, ``null``, ``NaN``, ``N/A``, ...) are null, and a
 value that does not convert to the column's type is an error naming the file. JSON is newline-delimited, one
-object per line, columns in the order of their first appearance; fields that the first file's first block
-lacks are not read. Parquet files are read with the first file's schema; a timestamp without a time zone
+object per line, columns in the order of their first appearance; a field that the first file's first block
+lacks is an error naming it (never dropped). Parquet files are read with the schema of all their footers (a
+column of later files only reaches the write, which names it); a timestamp without a time zone
 becomes a Spark ``timestamp`` (in the session time zone), as ``spark.createDataFrame`` made it.
 """
 
@@ -350,13 +351,24 @@ def _read_with_spark(spark: SparkSession, lister: _Lister, found: InputFiles) ->
     # included); a glob as Hadoop's globs match it, or, for a local path, the files it matched
     paths = list(found.files) if found.kind == "glob" and "://" not in found.uri else [found.path]
     if found.format == "parquet":
-        df = spark.read.parquet(*paths)
+        # every file's footer, not only the first: a column only later files carry reaches the write (which
+        # refuses columns the table lacks by name) instead of being dropped
+        df = spark.read.option("mergeSchema", "true").parquet(*paths)
         return df.select(*[
             F.col(f"`{f.name}`").cast(TimestampType()).alias(f.name) if isinstance(f.dataType, TimestampNTZType)
             else F.col(f"`{f.name}`") for f in df.schema.fields
         ])
     schema = _spark_schema(_infer(lister, found))
     if found.format == "json":
+        # the types come from the first MiB; a field that appears only later must not be dropped: Spark's own
+        # inference over all records names every top-level field
+        extra = [n for n in spark.read.options(mode="FAILFAST").json(paths).schema.fieldNames()
+                 if n not in schema.fieldNames()]
+        if extra:
+            raise InvalidInputError(
+                f"input {found.uri}: field(s) {', '.join(map(repr, extra))} appear only after the first MiB of "
+                f"{found.files[0]}; put them in the first records or give the input as parquet"
+            )
         return spark.read.schema(schema).options(mode="FAILFAST").json(paths)
     # CSV: every column as text, then pyarrow's conversions (the module doc)
     text = StructType([StructField(f.name, StringType()) for f in schema.fields])
@@ -422,6 +434,9 @@ def _read_file(storage: Storage, path: str, fmt: str, source: pa.Schema, target:
                 missing = [n for n in source.names if n not in pf.schema_arrow.names]
                 if missing:
                     raise ValueError(f"it lacks column(s) {', '.join(missing)} of the first file")
+                extra = [n for n in pf.schema_arrow.names if n not in source.names]
+                if extra:
+                    raise ValueError(f"it has column(s) {', '.join(extra)} the first file lacks")
                 for batch in pf.iter_batches(columns=source.names):
                     yield from _conform(pa.Table.from_batches([batch]), target).to_batches()
             return
@@ -439,7 +454,7 @@ def _read_file(storage: Storage, path: str, fmt: str, source: pa.Schema, target:
         else:
             table = pjson.read_json(
                 io.BytesIO(raw),
-                parse_options=pjson.ParseOptions(explicit_schema=pa.schema(types), unexpected_field_behavior="ignore"),
+                parse_options=pjson.ParseOptions(explicit_schema=pa.schema(types), unexpected_field_behavior="error"),
             )
         for batch in _conform(table, target).to_batches():
             yield batch

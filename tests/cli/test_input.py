@@ -188,3 +188,26 @@ def test_unreadable_files_are_named(spark, tmp_path: Path, via_storage: bool) ->
     (c / "b.csv").write_text("id,ts\nk3,three\n")
     with pytest.raises(InvalidInputError, match=r"cannot read input file \S*b\.csv: .*three"):
         _rows(read_input(spark, str(c), via_storage=via_storage))
+
+
+@pytest.mark.parametrize("via_storage", [False, True], ids=["spark", "storage"])
+def test_columns_only_later_files_carry_are_never_dropped(spark, tmp_path: Path, via_storage: bool) -> None:  # type: ignore[no-untyped-def]
+    # parquet: a later part file with one more column; the column reaches the DataFrame (the write then refuses
+    # it by name as a column the table lacks) or the read fails naming the file, never a silent drop
+    d = tmp_path / "pq"
+    d.mkdir()
+    pq.write_table(_table(3), d / "part-0.parquet")
+    pq.write_table(_table(3, 3).append_column("extra", pa.array(["x"] * 3)), d / "part-1.parquet")
+    if via_storage:
+        with pytest.raises(InvalidInputError, match=r"part-1\.parquet.*extra"):
+            _rows(read_input(spark, str(d), via_storage=True))
+    else:
+        df = read_input(spark, str(d))
+        assert "extra" in df.schema.names
+        assert sorted(r["extra"] for r in df.collect() if r["extra"] is not None) == ["x"] * 3
+    # JSON lines: a field that first appears after the first MiB
+    j = tmp_path / "late.json"
+    filler = "".join(json.dumps({"id": f"k{i}", "n": i, "pad": "p" * 200}) + "\n" for i in range(6000))
+    j.write_text(filler + json.dumps({"id": "late", "n": 1, "pad": "", "surprise": 7}) + "\n")
+    with pytest.raises(InvalidInputError, match=r"surprise|late\.json"):
+        _rows(read_input(spark, str(j), via_storage=via_storage))
