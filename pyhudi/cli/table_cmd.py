@@ -12,33 +12,30 @@ from pyhudi.cli.output import echo_table, emit_json
 from pyhudi.errors import ConfigError, InvalidInputError
 
 
-def _read_input(spark: Any, path: str) -> Any:
-    lower = path.lower()
-    from pyhudi.io.storage import Storage
+def _read_input(spark: Any, path: str, fmt: str | None = None) -> Any:
+    """The records of ``--input`` as a DataFrame read in Spark tasks (:mod:`pyhudi.spark.input`)."""
+    from pyhudi.spark.input import read_input
 
-    storage, p = Storage.from_uri(path)
-    if not storage.exists(p):
-        raise InvalidInputError(f"input file not found: {path}")
-    import pyarrow.csv as pcsv
-    import pyarrow.json as pjson
-    import pyarrow.parquet as pq
-
-    with storage.open_input(p) as f:
-        try:
-            if lower.endswith(".csv"):
-                table = pcsv.read_csv(f)
-            elif lower.endswith((".json", ".jsonl", ".ndjson")):
-                table = pjson.read_json(f)
-            else:
-                table = pq.read_table(f)
-        except Exception as e:
-            raise InvalidInputError(f"cannot read input {path}: {e}") from None
-    return spark.createDataFrame(table)
+    return read_input(spark, path, fmt)
 
 
 @click.command()
 @click.argument("table")
-@click.option("--input", "input_path", required=True, help="Parquet (or .csv / .json) file of records.")
+@click.option(
+    "--input",
+    "input_path",
+    required=True,
+    help="Records to write: a file, a directory of part files (as Spark jobs write them; _SUCCESS and files "
+    "starting with _ or . are skipped) or a glob, local or a URI. Parquet, CSV (with a header) or JSON lines, "
+    "told by the extension (.parquet, .csv, .json/.jsonl/.ndjson, optionally .gz/.bz2) or --input-format. "
+    "Read in Spark tasks, never on the driver.",
+)
+@click.option(
+    "--input-format",
+    type=click.Choice(["parquet", "csv", "json"]),
+    default=None,
+    help="The format of --input's files (default: from their extensions).",
+)
 @click.option("--operation", type=click.Choice(list(C.OPERATIONS)), default="upsert", show_default=True)
 @click.option("--record-key", "record_key", required=True, help="Record key column(s), comma separated.")
 @click.option("--partition-field", default="", help="Partition column(s), comma separated (none: unpartitioned).")
@@ -55,6 +52,7 @@ def _read_input(spark: Any, path: str) -> Any:
 def write(
     table: str,
     input_path: str,
+    input_format: str | None,
     operation: str,
     record_key: str,
     partition_field: str,
@@ -64,7 +62,7 @@ def write(
     options: tuple[str, ...],
     as_json: bool,
 ) -> None:
-    """Write records from a file into TABLE (created if the path holds none)."""
+    """Write records from files into TABLE (created if the path holds none)."""
     from pyhudi.spark.session import get_spark
     from pyhudi.table.table import Table
 
@@ -88,9 +86,12 @@ def write(
     if Table.exists(table):  # a table pyhudi cannot write is refused before Spark starts
         Table.open(table).check_writable(f"a write ({operation})")
     spark = get_spark()
-    df = _read_input(spark, input_path)
+    from pyhudi.spark.input import read_errors
+
+    df = _read_input(spark, input_path, input_format)
     t = Table.for_dataframe(table, df, opts)
-    result = t.write(df, operation=operation, options=opts, progress=not as_json)
+    with read_errors():  # an input file that fails to read in the write's first job is named
+        result = t.write(df, operation=operation, options=opts, progress=not as_json)
     d = result.to_dict()
     if as_json:
         emit_json(d)

@@ -1,8 +1,8 @@
 """``pyhudi write`` / ``read`` / ``timeline`` as a user runs them: the console script in a subprocess.
 
 Each ``write`` starts its own Spark, so the tables are shared between assertions: three tables are created at
-once (from parquet, CSV and JSON input), the parquet one then gets an upsert from JSON; ``read`` and ``timeline``
-do not start Spark."""
+once (from parquet, CSV and JSON input), the parquet one then gets an upsert from a directory of JSON part files;
+``read`` and ``timeline`` do not start Spark."""
 
 from __future__ import annotations
 
@@ -56,7 +56,11 @@ def tables(tmp_path_factory) -> dict[str, Any]:  # type: ignore[no-untyped-def]
     pq.write_table(to_arrow(FIRST), d / "first.parquet")
     pcsv.write_csv(to_arrow(CSV_ROWS), d / "rows.csv")
     _write_jsonl(d / "rows.json", JSON_ROWS)
-    _write_jsonl(d / "upsert.json", UPSERT)
+    parts = d / "upsert"  # a directory as a Spark job leaves it
+    parts.mkdir()
+    _write_jsonl(parts / "part-00000.json", UPSERT[:3])
+    _write_jsonl(parts / "part-00001.json", UPSERT[3:])
+    (parts / "_SUCCESS").write_text("")
     t = {k: str(d / k) for k in ("from_parquet", "from_csv", "from_json")}
     created = run_cli_concurrently({
         "from_parquet": ["write", t["from_parquet"], "--input", str(d / "first.parquet"), "--operation", "insert",
@@ -68,7 +72,7 @@ def tables(tmp_path_factory) -> dict[str, Any]:  # type: ignore[no-untyped-def]
     })
     for name, r in created.items():
         assert r.returncode == 0, (name, r.stderr[-3000:])
-    upsert = run_cli("write", t["from_parquet"], "--input", str(d / "upsert.json"), "--operation", "upsert",
+    upsert = run_cli("write", t["from_parquet"], "--input", str(parts), "--operation", "upsert",
                      *CLI_KEYS, "--json")
     assert upsert.returncode == 0, upsert.stderr[-3000:]
     return {"dir": d, "paths": t, "created": created, "upsert": upsert}

@@ -130,6 +130,14 @@ CLI_CASES = {
 }
 
 
+# input directories: name -> pattern that stderr must match
+DIR_CASES = {
+    "empty_input_directory": r"error: input directory has no data files: .*empty_input_directory",
+    # read in the write's first job: the file is named and nothing is written
+    "unreadable_part_file": r"error: cannot read input file \S*unreadable_part_file/part-00001\.parquet",
+}
+
+
 @pytest.fixture(scope="module")
 def cli_results(table: str, tmp_path_factory) -> dict:  # type: ignore[no-untyped-def]
     """Run every CLI case at once against the shared table (each run starts its own Spark)."""
@@ -144,6 +152,12 @@ def cli_results(table: str, tmp_path_factory) -> dict:  # type: ignore[no-untype
             path = d / "missing.parquet"
         commands[name] = ["write", table, "--input", str(path), "--operation", "upsert", *CLI_KEYS, *extra]
     pq.write_table(to_arrow(NEW), d / "new.parquet")
+    for name in DIR_CASES:  # directories as Spark jobs leave them
+        (d / name).mkdir()
+        (d / name / "_SUCCESS").write_text("")
+        commands[name] = ["write", table, "--input", str(d / name), "--operation", "upsert", *CLI_KEYS]
+    pq.write_table(to_arrow(NEW), d / "unreadable_part_file" / "part-00000.parquet")
+    (d / "unreadable_part_file" / "part-00001.parquet").write_bytes(b"PAR1 not a parquet file")
     fresh = d / "merge_target"
     commands["operation_option_merge"] = ["write", str(fresh), "--input", str(d / "new.parquet"), *CLI_KEYS,
                                           "--option", "hoodie.datasource.write.operation=merge"]
@@ -151,11 +165,11 @@ def cli_results(table: str, tmp_path_factory) -> dict:  # type: ignore[no-untype
     return {"before": before, "after": tree(table), "results": results, "fresh": fresh}
 
 
-@pytest.mark.parametrize("case", list(CLI_CASES))
+@pytest.mark.parametrize("case", [*CLI_CASES, *DIR_CASES])
 def test_cli_rejects_and_writes_nothing(cli_results: dict, case: str) -> None:
     r: subprocess.CompletedProcess[str] = cli_results["results"][case]
     assert r.returncode == 1, (r.returncode, r.stderr[-3000:])
-    assert re.search(CLI_CASES[case][2], r.stderr), r.stderr[-3000:]
+    assert re.search(CLI_CASES[case][2] if case in CLI_CASES else DIR_CASES[case], r.stderr), r.stderr[-3000:]
     assert r.stderr.strip().splitlines()[-1].startswith("error: "), r.stderr[-3000:]  # the message comes last
     # reported once: not also by Spark's logs of the failed task (the null key fails inside a task)
     assert "Traceback" not in r.stderr and "\tat org.apache" not in r.stderr, r.stderr[-3000:]
