@@ -16,13 +16,15 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 # the whole suite (what CI runs), including the Spark-heavy modules marked slow (local-cluster, kill -9, CLI
-# subprocesses, randomized flows)
+# subprocesses, randomized flows, an S3 server on loopback); two pytest-xdist workers, each with its own Spark
+# session (PYTEST_WORKERS=0: no workers, the tests run in pytest's own process)
+PYTEST_WORKERS ?= 2
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --durations=25
 
 # the quick tier while developing: everything except the tests marked slow
 test-quick: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) -m "not slow"
 
 lint: $(STAMP)
 	$(BIN)/ruff check pyhudi tests benchmarks
