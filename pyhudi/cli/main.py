@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import os
-import re
 import sys
 from typing import Any
 
 import click
 
 from pyhudi import __version__
-from pyhudi.cli.output import emit_json
+from pyhudi.cli.output import emit_json, redact_uri_secrets
 from pyhudi.errors import PyHudiError
 
 
@@ -39,15 +38,6 @@ class _Cli(click.Group):
 
 
 # the secret key of a URI's credentials: s3://ACCESS_KEY:SECRET_KEY@bucket/path
-_URI_SECRET = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://[^/@\s:'\"]*:)[^/@\s'\"]+@")
-
-
-def redact_uri_secrets(text: str) -> str:
-    """``text`` with the secret key of a storage URI's credentials (``s3://KEY:SECRET@bucket/...``) hidden
-    (messages name tables by the URI they were given)."""
-    return _URI_SECRET.sub(r"\1***@", text)
-
-
 def _wants_json(ctx: click.Context) -> bool:
     return "--json" in sys.argv[1:]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import sys
 from typing import Any
 
@@ -53,3 +54,12 @@ def _cell(v: Any) -> str:
     if isinstance(v, float):
         return f"{v:.3f}"
     return str(v)
+
+
+_URI_SECRET = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://[^/@\s:'\"]*:)[^/@\s'\"]+@")
+
+
+def redact_uri_secrets(text: str) -> str:
+    """``text`` with the secret key of a storage URI's credentials (``s3://KEY:SECRET@bucket/...``) hidden
+    (messages name tables by the URI they were given)."""
+    return _URI_SECRET.sub(r"\1***@", text)

@@ -8,7 +8,7 @@ import click
 
 from pyhudi import config as C
 from pyhudi.cli.options import parse_options
-from pyhudi.cli.output import echo_table, emit_json
+from pyhudi.cli.output import echo_table, emit_json, redact_uri_secrets
 from pyhudi.errors import ConfigError, InvalidInputError
 
 
@@ -201,7 +201,6 @@ def timeline(table: str, archived: bool, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True)
 def validate(table: str, as_json: bool) -> None:
     """Check TABLE's metadata table against the committed files on storage (exit 1 on any difference)."""
-    from pyhudi.cli.main import redact_uri_secrets
     from pyhudi.metadata.validate import validate_table
     from pyhudi.table.table import Table
 
