@@ -20,7 +20,7 @@ venv: $(STAMP)
 # session (PYTEST_WORKERS=0: no workers, the tests run in pytest's own process)
 PYTEST_WORKERS ?= 2
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --durations=25
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist worksteal --durations=25
 
 # the quick tier while developing: everything except the tests marked slow
 test-quick: $(STAMP)
