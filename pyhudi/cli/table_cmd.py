@@ -12,13 +12,6 @@ from pyhudi.cli.output import echo_table, emit_json, redact_uri_secrets
 from pyhudi.errors import ConfigError, InvalidInputError
 
 
-def _read_input(spark: Any, path: str, fmt: str | None = None) -> Any:
-    """The records of ``--input`` as a DataFrame read in Spark tasks (:mod:`pyhudi.spark.input`)."""
-    from pyhudi.spark.input import read_input
-
-    return read_input(spark, path, fmt)
-
-
 @click.command()
 @click.argument("table")
 @click.option(
@@ -86,9 +79,9 @@ def write(
     if Table.exists(table):  # a table pyhudi cannot write is refused before Spark starts
         Table.open(table).check_writable(f"a write ({operation})")
     spark = get_spark()
-    from pyhudi.spark.input import read_errors
+    from pyhudi.spark.input import read_errors, read_input
 
-    df = _read_input(spark, input_path, input_format)
+    df = read_input(spark, input_path, input_format)  # read in Spark tasks, never on the driver
     t = Table.for_dataframe(table, df, opts)
     with read_errors():  # an input file that fails to read in the write's first job is named
         result = t.write(df, operation=operation, options=opts, progress=not as_json)

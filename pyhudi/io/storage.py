@@ -45,7 +45,10 @@ _OPEN_OUTPUTS: weakref.WeakSet[pa.NativeFile] = weakref.WeakSet()
 
 def _close_outputs_before_s3_finalized() -> None:
     """Close the object-store output streams still open, while pyarrow's S3 subsystem is alive: one destroyed
-    after its finalization blocks the exit of the process for ever."""
+    after its finalization blocks the exit of the process for ever. Nothing to do (no collection) in a process
+    that never opened one: a stream kept alive only by a reference cycle is still in the set."""
+    if not _OPEN_OUTPUTS:
+        return
     gc.collect()
     for out in list(_OPEN_OUTPUTS):
         with contextlib.suppress(Exception):
