@@ -11,6 +11,8 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
+	# a class-data archive of the Spark driver's classes: every later process starts its session faster
+	$(BIN)/python -m pyhudi.spark.cds
 	@touch $(STAMP)
 
 venv: $(STAMP)

@@ -7,12 +7,10 @@ and a local session binds to loopback only. An existing session (a cluster's) is
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 import sys
 from typing import TYPE_CHECKING
 
-from pyhudi.errors import ConfigError
+from pyhudi.spark.java import DEFAULT_DRIVER_JAVA_OPTIONS, ENV_DRIVER_JAVA_OPTIONS, check_java, java_version
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -21,12 +19,6 @@ if TYPE_CHECKING:
 LOOPBACK = "127.0.0.1"
 ENV_MASTER = "PYHUDI_SPARK_MASTER"
 DEFAULT_MASTER = "local[2]"
-# JVM options of a local session's driver, which runs the tasks too ("" for none). The parallel collector: a
-# write is a batch of short jobs on few cores, where G1's concurrent marking and write barriers cost CPU the
-# tasks need (2M-row table, 100k-row upserts, 2 cores: whole upserts 10.3 s against 11.8 s with G1, Java 17's
-# default, with RECORD_INDEX; 13.0 s against 14.6 s with GLOBAL_SIMPLE)
-ENV_DRIVER_JAVA_OPTIONS = "PYHUDI_SPARK_DRIVER_JAVA_OPTIONS"
-DEFAULT_DRIVER_JAVA_OPTIONS = "-XX:+UseParallelGC"
 # "1": the session does not log failed tasks itself (the pyhudi command sets it: it reports the error once)
 ENV_QUIET_TASK_FAILURES = "PYHUDI_SPARK_QUIET_TASK_FAILURES"
 # the driver-side loggers that print a failed task's Python and JVM stack traces (local mode runs the executor
@@ -36,35 +28,6 @@ TASK_FAILURE_LOGGERS = (
     "org.apache.spark.scheduler.TaskSetManager",
     "org.apache.spark.scheduler.TaskSchedulerImpl",
 )
-
-
-def check_java() -> str:
-    """The Java executable Spark will use; a clear error if there is none or it is too old."""
-    home = os.environ.get("JAVA_HOME")
-    java = os.path.join(home, "bin", "java") if home else shutil.which("java")
-    if not java or not os.path.exists(java):
-        raise ConfigError(
-            "Java 17 is required to run Spark but no 'java' was found: install a JDK 17 "
-            "(e.g. 'apt-get install openjdk-17-jre-headless') or set JAVA_HOME"
-        )
-    try:
-        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30).stderr
-    except (OSError, subprocess.TimeoutExpired) as e:
-        raise ConfigError(f"cannot run {java} -version: {e}") from e
-    major = _java_major(out)
-    if major is not None and major < 17:
-        raise ConfigError(f"Spark 4 needs Java 17 or newer; {java} is Java {major}")
-    return java
-
-
-def _java_major(version_output: str) -> int | None:
-    import re
-
-    m = re.search(r'version "(\d+)(?:\.(\d+))?', version_output)
-    if not m:
-        return None
-    major = int(m.group(1))
-    return int(m.group(2)) if major == 1 and m.group(2) else major
 
 
 def get_spark(master: str | None = None, app_name: str = "pyhudi") -> SparkSession:
@@ -78,7 +41,7 @@ def get_spark(master: str | None = None, app_name: str = "pyhudi") -> SparkSessi
     active = SparkSession.getActiveSession()
     if active is not None and master is None:
         return active
-    check_java()
+    java = check_java()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     master = master or os.environ.get(ENV_MASTER) or DEFAULT_MASTER
@@ -112,14 +75,20 @@ def get_spark(master: str | None = None, app_name: str = "pyhudi") -> SparkSessi
             .config("spark.driver.bindAddress", LOOPBACK)
             .config("spark.executorEnv.SPARK_LOCAL_IP", LOOPBACK)
         )
+    java_options = ""
     if master.startswith("local-cluster"):
         builder = builder.config("spark.executor.memory", "1g")
     elif master.startswith("local"):
         # local mode runs the tasks in the driver JVM: Spark's 1g default heap fails million-row writes
         builder = builder.config("spark.driver.memory", os.environ.get("PYHUDI_SPARK_DRIVER_MEMORY", "4g"))
         java_options = os.environ.get(ENV_DRIVER_JAVA_OPTIONS, DEFAULT_DRIVER_JAVA_OPTIONS)
-        if java_options:  # PYSPARK_SUBMIT_ARGS' --driver-java-options, if given, replaces them
-            builder = builder.config("spark.driver.extraJavaOptions", java_options)
+    if master.startswith("local"):
+        # the driver JVM this process starts maps its classes from the class-data archive built at install time
+        from pyhudi.spark.cds import driver_java_options
+
+        java_options = f"{java_options} {driver_java_options(java, java_version(java))}".strip()
+    if java_options:  # PYSPARK_SUBMIT_ARGS' --driver-java-options, if given, replaces them
+        builder = builder.config("spark.driver.extraJavaOptions", java_options)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     if os.environ.get(ENV_QUIET_TASK_FAILURES) == "1":

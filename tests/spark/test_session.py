@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from pyhudi.spark.session import DEFAULT_DRIVER_JAVA_OPTIONS, ENV_DRIVER_JAVA_OPTIONS
+from pyhudi.spark.java import DEFAULT_DRIVER_JAVA_OPTIONS, ENV_DRIVER_JAVA_OPTIONS
 
 pytestmark = pytest.mark.spark
 
