@@ -3,7 +3,8 @@ executor JVM each; tasks run in separate Python workers and are retried on failu
 
 Runs ``tests/write/test_cluster_flow.py`` (create, insert, upsert, delete, a failed write and its rollback, read
 back with hudi-rs and Spark) in a pytest subprocess whose session fixture uses that master. The model-based
-workloads of ``test_flows.py`` on the cluster take longer: ``test_flows_on_local_cluster`` (slow) runs the one that moves keys between partitions under a global index."""
+workloads of ``test_flows.py`` take longer on the cluster: the one that moves keys between partitions under a
+global index runs there, in the same subprocess."""
 
 from __future__ import annotations
 
@@ -29,16 +30,10 @@ def _pytest_on_cluster(*args: str, timeout: float = 900) -> subprocess.Completed
     )
 
 
-def test_small_flow_on_local_cluster() -> None:
-    r = _pytest_on_cluster("tests/write/test_cluster_flow.py")
-    assert r.returncode == 0, r.stdout[-5000:] + r.stderr[-3000:]
-    assert "1 passed" in r.stdout
-
-
-@pytest.mark.slow
 def test_flows_on_local_cluster() -> None:
-    if not (ROOT / "tests" / "write" / "test_flows.py").is_file():
-        pytest.skip("tests/write/test_flows.py is not there")
-    r = _pytest_on_cluster("tests/write/test_flows.py", "-k", "global_move")
+    """One cluster for both: its start (master, two workers, their executors and Python workers) is most of a
+    small flow's time."""
+    r = _pytest_on_cluster("tests/write/test_cluster_flow.py", "tests/write/test_flows.py", "-k",
+                           "test_small_flow or global_move")
     assert r.returncode == 0, r.stdout[-5000:] + r.stderr[-3000:]
-    assert "passed" in r.stdout
+    assert "3 passed" in r.stdout, r.stdout[-3000:]  # the small flow and the two global-move workloads
