@@ -1,0 +1,69 @@
+"""The record index's part of a commit is written from the driver for small commits and by a Spark job for large
+ones (``DRIVER_UPDATE_MAX_KEYS``): both give the same index. The same writes (inserts, updates, partition moves
+under a global index, deletes of stored and unknown keys) into two tables, one per path: validate is ok on both,
+every lookup agrees with the other table and with where hudi-rs reads the row, and the record-index log files
+touch the same file groups with the same number of entries."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pyhudi.metadata import record_index
+from pyhudi.metadata.validate import validate_table
+from pyhudi.table.table import Table
+from tests.write.robust_helpers import OPTS, hudi_rs_read, rows, to_arrow
+
+pytestmark = pytest.mark.spark
+
+RLI_OPTS = {
+    **OPTS,
+    "hoodie.index.type": "RECORD_INDEX",
+    "hoodie.metadata.record.index.enable": "true",
+    "hoodie.metadata.record.index.min.filegroup.count": "4",
+    "hoodie.metadata.record.index.max.filegroup.count": "4",
+    "hoodie.record.index.update.partition.path": "true",
+}
+
+
+def _run(spark, base: str) -> list[dict]:  # type: ignore[no-untyped-def]
+    first = rows(range(60))
+    t = Table.create(base, to_arrow(first).schema, RLI_OPTS)
+    t.write(spark.createDataFrame(to_arrow(first)), "insert", RLI_OPTS)
+    # updates in place, new keys, and keys moved to the other partition (rows() puts even ids in a, odd in b)
+    moved = [{**r, "p": "b" if r["p"] == "a" else "a"} for r in rows(range(0, 10), ts=3, v=0.5)]
+    batch = rows(range(10, 30), ts=2, v=0.25) + rows(range(60, 90), ts=2) + moved
+    Table.open(base).write(spark.createDataFrame(to_arrow(batch)), "upsert", RLI_OPTS)
+    gone = rows([1, 2, 11, 75, 500], ts=9)  # 500 was never written
+    Table.open(base).write(spark.createDataFrame(to_arrow(gone)), "delete", RLI_OPTS)
+    rep = validate_table(Table.open(base))
+    assert rep.ok and rep.record_index is not None, rep.to_dict()
+    rs = hudi_rs_read(base)
+    where = dict(zip(rs.column("_hoodie_record_key").to_pylist(), rs.column("_hoodie_partition_path").to_pylist(),
+                     strict=True))
+    probe = [f"k{i:03d}" for i in range(100)] + ["k500"]
+    found = Table.open(base).lookup(probe).to_pylist()
+    for r in found:
+        assert r["found"] == (r["key"] in where), r
+        if r["found"]:
+            assert r["partition"] == where[r["key"]], r
+    return [{"key": r["key"], "found": r["found"], "partition": r["partition"]} for r in found]
+
+
+def _log_files(base: str) -> list[tuple[str, int]]:
+    """(file group, number of log files) of the record index's partition."""
+    folder = Path(base) / ".hoodie" / "metadata" / "record_index"
+    groups: dict[str, int] = {}
+    for f in folder.iterdir():
+        if f.name.startswith("."):
+            groups[f.name.split("_")[0].lstrip(".")] = groups.get(f.name.split("_")[0].lstrip("."), 0) + 1
+    return sorted(groups.items())
+
+
+def test_driver_and_spark_paths_write_the_same_index(spark, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    here = _run(spark, str(tmp_path / "driver"))
+    monkeypatch.setattr(record_index, "DRIVER_UPDATE_MAX_KEYS", 0)
+    spark_job = _run(spark, str(tmp_path / "spark"))
+    assert here == spark_job
+    assert _log_files(str(tmp_path / "driver")) == _log_files(str(tmp_path / "spark"))
