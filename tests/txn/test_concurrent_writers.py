@@ -1,4 +1,5 @@
-"""Concurrent writers as separate processes (the ``pyhudi`` command), interleaved exactly with wait points:
+"""Concurrent writers as separate processes (a ``pyhudi write`` process held at wait points, and the test's own
+process), interleaved exactly:
 
 - single-writer mode (the default): a second writer that finds a live writer's instant fails at once with a clear
   error, and one that began before the other had an instant fails at commit and rolls itself back; nothing lost;
@@ -21,6 +22,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from pyhudi.errors import ConcurrentWriterError
 from pyhudi.faults import ENV as FAULT_ENV
 from pyhudi.faults import RELEASE_ENV
 from pyhudi.metadata.validate import validate_table
@@ -36,7 +38,6 @@ from tests.write.robust_helpers import (
     files_with_instant,
     hudi_rs_read,
     rows,
-    run_cli,
     table_rows,
     to_arrow,
 )
@@ -44,7 +45,8 @@ from tests.write.robust_helpers import (
 pytest.importorskip("hudi")
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
-OCC = ["--option", "hoodie.write.concurrency.mode=OPTIMISTIC_CONCURRENCY_CONTROL"]
+OCC_OPTS = {"hoodie.write.concurrency.mode": "OPTIMISTIC_CONCURRENCY_CONTROL"}
+OCC = [a for k, v in OCC_OPTS.items() for a in ("--option", f"{k}={v}")]
 
 
 def _seed(spark, base: str) -> dict:  # type: ignore[no-untyped-def]
@@ -54,6 +56,12 @@ def _seed(spark, base: str) -> dict:  # type: ignore[no-untyped-def]
     Table.create(base, to_arrow(first).schema, OPTS).write(spark.createDataFrame(to_arrow(first)), "bulk_insert", OPTS)
     apply(model, "insert", first)
     return model
+
+
+def _write(spark, base: str, batch: list, extra: dict | None = None) -> str:  # type: ignore[no-untyped-def]
+    """The second writer: this test's own process (the first is a ``pyhudi write`` process held at a fault point),
+    so two processes write, without a second Spark start."""
+    return Table.open(base).write(spark.createDataFrame(to_arrow(batch)), "upsert", {**OPTS, **(extra or {})}).instant
 
 
 def _input(tmp: Path, name: str, batch: list) -> str:
@@ -103,10 +111,9 @@ def test_single_writer_second_writer_fails_at_once_on_a_live_one(spark, tmp_path
     a, release = _start(tmp_path, base, "a", a_batch, fault="wait_before_commit")
     try:
         (a_instant,) = _pending(base)
-        r = run_cli("write", base, "--input", _input(tmp_path, "b", b_batch), "--operation", "upsert", *CLI_KEYS)
-        assert r.returncode != 0
-        assert f"another writer holds instant {a_instant}" in r.stderr
-        assert "hoodie.write.concurrency.mode=OPTIMISTIC_CONCURRENCY_CONTROL" in r.stderr
+        with pytest.raises(ConcurrentWriterError, match=f"another writer holds instant {a_instant}") as err:
+            _write(spark, base, b_batch)
+        assert "hoodie.write.concurrency.mode=OPTIMISTIC_CONCURRENCY_CONTROL" in str(err.value)
         assert _pending(base) == [a_instant]  # the live writer's instant was left alone
         _check(base, model)
     finally:
@@ -123,8 +130,7 @@ def test_single_writer_that_began_first_but_committed_second_rolls_itself_back(s
     a, release = _start(tmp_path, base, "a", a_batch, fault="wait_before_start")  # no instant on the timeline yet
     try:
         assert _pending(base) == []
-        r = run_cli("write", base, "--input", _input(tmp_path, "b", b_batch), "--operation", "upsert", *CLI_KEYS)
-        assert r.returncode == 0, r.stderr[-3000:]
+        _write(spark, base, b_batch)
         apply(model, "upsert", b_batch)
     finally:
         code, out = _finish(a, release, tmp_path, "a")
@@ -139,8 +145,7 @@ def test_optimistic_writers_on_disjoint_file_groups_both_commit(spark, tmp_path:
     a_batch, b_batch = rows(range(0, 20, 2), ts=2, v=0.5), rows(range(1, 20, 2), ts=2, v=0.25)  # a | b partitions
     a, release = _start(tmp_path, base, "a", a_batch, *OCC, fault="wait_before_commit")
     try:
-        r = run_cli("write", base, "--input", _input(tmp_path, "b", b_batch), "--operation", "upsert", *CLI_KEYS, *OCC)
-        assert r.returncode == 0, r.stderr[-3000:]
+        _write(spark, base, b_batch, OCC_OPTS)
         apply(model, "upsert", b_batch)
     finally:
         code, out = _finish(a, release, tmp_path, "a")
@@ -156,10 +161,7 @@ def test_optimistic_writers_on_one_file_group_the_later_fails(spark, tmp_path: P
     a, release = _start(tmp_path, base, "a", a_batch, *OCC, fault="wait_before_commit")
     try:
         (a_instant,) = _pending(base)
-        r = run_cli("write", base, "--input", _input(tmp_path, "b", b_batch), "--operation", "upsert", *CLI_KEYS,
-                    *OCC, "--json")
-        assert r.returncode == 0, r.stderr[-3000:]
-        b_instant = json.loads(r.stdout.strip().splitlines()[-1])["instant"]
+        b_instant = _write(spark, base, b_batch, OCC_OPTS)
         apply(model, "upsert", b_batch)
     finally:
         code, out = _finish(a, release, tmp_path, "a")
@@ -171,16 +173,13 @@ def test_optimistic_writers_on_one_file_group_the_later_fails(spark, tmp_path: P
     _check(base, model)
     # the table is as if the loser never ran: the next write succeeds
     nxt = rows(range(0, 20, 3), ts=3, v=0.75)
-    assert run_cli("write", base, "--input", _input(tmp_path, "n", nxt), "--operation", "upsert", *CLI_KEYS,
-                   *OCC).returncode == 0
+    _write(spark, base, nxt, OCC_OPTS)
     apply(model, "upsert", nxt)
     _check(base, model)
 
 
 @pytest.mark.parametrize("mode", ["single", "occ"])
 def test_killed_writer_elsewhere_is_rolled_back_only_after_its_heartbeat_expired(spark, tmp_path: Path, mode: str) -> None:  # type: ignore[no-untyped-def]
-    from pyhudi.errors import ConcurrentWriterError
-
     base = str(tmp_path / "t")
     model = _seed(spark, base)
     hb = {"hoodie.client.heartbeat.interval_in_ms": "3000", "hoodie.client.heartbeat.tolerable.misses": "2"}
