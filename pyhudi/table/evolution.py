@@ -100,12 +100,13 @@ class _Evolver:
         have = {f.name: f for f in incoming}
         names = {f.name for f in table}
         missing = [f for f in table if f.name not in have]
+        if missing and not self.reconcile:
+            raise InvalidInputError(
+                f"{self.where}: input lacks table column(s) {', '.join(prefix + f.name for f in missing)} (a column "
+                "cannot be dropped without schema-on-read evolution; hoodie.datasource.write.reconcile.schema=true "
+                "writes null there); nothing was written")
         for f in missing:
             path = prefix + f.name
-            if not self.reconcile:
-                raise self.fail(path, "is in the table but not in the input (a column cannot be dropped without "
-                                      "schema-on-read evolution; set hoodie.datasource.write.reconcile.schema=true "
-                                      "to write null there)")
             if not f.nullable:
                 raise self.fail(path, "is missing from the input and is not nullable in the table, so "
                                       "hoodie.datasource.write.reconcile.schema cannot fill it with nulls")
