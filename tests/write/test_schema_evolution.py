@@ -322,3 +322,51 @@ def test_schema_on_read_table_refused(mdt_tables: dict[str, Path], tmp_path: Pat
     for attempt in (t.to_arrow, t.schema, lambda: t.read_keys(["TXN-001"])):
         with pytest.raises(UnsupportedTableError, match=rf"{re.escape(str(base))} uses schema-on-read evolution"):
             attempt()
+
+
+# -- concurrent writers ---------------------------------------------------------------------------------------
+OCC_OPTS = {**OPTS, "hoodie.write.concurrency.mode": "OPTIMISTIC_CONCURRENCY_CONTROL"}
+CC_SCHEMA = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("dt", pa.string()), ("v", pa.float64())])
+
+
+def _cc_rows(ids: list[int], dt: str, ts: int, **extra: str) -> pa.Table:
+    t = pa.Table.from_pylist([{"id": f"k{i}", "ts": ts, "dt": dt, "v": float(i)} for i in ids], schema=CC_SCHEMA)
+    for name, val in extra.items():
+        t = t.append_column(name, pa.array([val] * len(ids), pa.string()))
+    return t
+
+
+@pytest.mark.parametrize("a_evolves", [False, True], ids=["other_keeps_schema", "both_evolve"])
+def test_concurrent_schema_change(spark, tmp_path: Path, a_evolves: bool) -> None:  # type: ignore[no-untyped-def]
+    """Writer B adds column c and commits while writer A (another partition, so no file-group conflict) is between
+    its data files and its commit. A that kept the schema commits with B's schema (c stays in the table); A that
+    evolved it too is rolled back, nothing of it visible."""
+    from pyhudi import faults
+    from pyhudi.errors import ConcurrentSchemaConflict
+
+    base = str(tmp_path / "cc")
+    t = Table.create(base, CC_SCHEMA, OCC_OPTS)
+    t.write(spark.createDataFrame(pa.concat_tables([_cc_rows([1, 2], DATES[0], 1), _cc_rows([3, 4], DATES[1], 1)])),
+            "insert", OCC_OPTS)
+    ran: list[str] = []
+
+    def b_commits(point: str) -> None:
+        if ran:
+            return
+        ran.append(point)
+        Table.open(base).write(spark.createDataFrame(_cc_rows([3], DATES[1], 2, c="B")), "upsert", OCC_OPTS)
+
+    a_input = _cc_rows([1], DATES[0], 2, **({"d": "A"} if a_evolves else {}))
+    with faults.inject("before_commit", b_commits):
+        if a_evolves:
+            with pytest.raises(ConcurrentSchemaConflict, match="changed it too"):
+                Table.open(base).write(spark.createDataFrame(a_input), "upsert", OCC_OPTS)
+        else:
+            Table.open(base).write(spark.createDataFrame(a_input), "upsert", OCC_OPTS)
+    assert ran
+    t = Table.open(base)
+    assert t.schema().names == ["id", "ts", "dt", "v", "c"]
+    want = {"k1": (2 if not a_evolves else 1, None), "k2": (1, None), "k3": (2, "B"), "k4": (1, None)}
+    for r in (t.to_arrow(), hudi_rs(base)):
+        assert {x["id"]: (x["ts"], x["c"]) for x in r.select(["id", "ts", "c"]).to_pylist()} == want
+    assert all(i.is_completed for i in t.timeline())
