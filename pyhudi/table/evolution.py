@@ -8,9 +8,10 @@ reconciled with the table's latest schema:
   are always nullable (rows written before they existed read as null);
 - a column is nullable when the table or the input says so (non-nullable -> nullable is an evolution);
 - types: the same Avro type keeps the table's type; an input narrower than the table by an Avro promotion
-  (int -> long, float, double; long -> float, double; float -> double; string <-> bytes) is promoted to the
-  table's type; an input wider than the table by one of them evolves the column to the input's type (old files
-  are read through it); anything else is an error naming the column;
+  (int -> long, float, double; long -> float, double; float -> double) is promoted to the table's type; an input
+  wider than the table by one of them evolves the column to the input's type (old files are read through it);
+  string and bytes resolve both ways, so the input is converted to the table's type (Hudi's canonicalization
+  promotes the incoming type to the table's whenever it may); anything else is an error naming the column;
 - a table column the input lacks is an error, unless ``hoodie.datasource.write.reconcile.schema=true``: then the
   table's column stays in the writer schema and the input's records carry null there (Hudi's reconciliation
   injects nulls for missing columns; a non-nullable column cannot be filled and stays an error). With
