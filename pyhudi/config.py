@@ -128,6 +128,13 @@ UPSERT_PARALLELISM = Option(
 BULKINSERT_PARALLELISM = Option(
     "hoodie.bulkinsert.shuffle.parallelism", "0",
     "Tasks of a bulk_insert (0: the session's default parallelism).", section=_W)
+RECONCILE_SCHEMA = Option(
+    "hoodie.datasource.write.reconcile.schema", "false",
+    "An input that lacks some of the table's columns: false refuses it (naming the columns; nothing is written), "
+    "true writes null in them (for updates too: the record is replaced, as Hudi injects nulls for missing "
+    "columns) and keeps them in the table schema. New columns and type promotions are accepted either way "
+    "(see docs/writing.md, schema evolution); with true and no missing column the input's column order is kept.",
+    section=_W)
 FAULT = Option(
     "pyhudi.test.fault", None,
     "Tests only: fail (or hang, with a `hang_` prefix) at a named point of a write.", section=_PY)
@@ -351,9 +358,8 @@ NOT_HONOURED: dict[str, tuple[frozenset[str], str]] = {
         frozenset({"single_writer", "optimistic_concurrency_control"}),
         "non-blocking concurrency control is not supported"),
     "hoodie.schema.on.read.enable": (
-        frozenset({"false"}), "schema-on-read evolution (renames, drops) is not supported"),
-    "hoodie.datasource.write.reconcile.schema": (
-        frozenset({"false"}), "schema reconciliation is not supported: the input must have the table's columns"),
+        frozenset({"false"}), "schema-on-read evolution (renames, drops, reorders through .hoodie/.schema) is not "
+                              "supported; new columns and type promotions need no option"),
     "hoodie.cleaner.policy": (
         frozenset({"keep_latest_commits"}), "pyhudi cleans with KEEP_LATEST_COMMITS only"),
     "hoodie.populate.meta.fields": (
@@ -496,6 +502,7 @@ class WriteConfig:
     parquet_compression: str
     cleaner_commits_retained: int
     auto_clean: bool
+    reconcile_schema: bool = False
     bloom_prune_by_ranges: bool = True
     bloom_parallelism: int = 0  # 0: the write's parallelism
     options: Mapping[str, str] = field(default_factory=dict)
@@ -550,6 +557,7 @@ class WriteConfig:
             parquet_compression=codec,
             cleaner_commits_retained=int_option(o, CLEANER_COMMITS_RETAINED, 1),
             auto_clean=bool_option(o, AUTO_CLEAN),
+            reconcile_schema=bool_option(o, RECONCILE_SCHEMA),
             bloom_prune_by_ranges=bool_option(o, BLOOM_INDEX_PRUNE_BY_RANGES),
             bloom_parallelism=int_option(o, BLOOM_INDEX_PARALLELISM),
             options=o,

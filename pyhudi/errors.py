@@ -51,6 +51,19 @@ class ConcurrentWriteConflict(PyHudiError):
         )
 
 
+class ConcurrentSchemaConflict(ConcurrentWriteConflict):
+    """Another write committed meanwhile and changed the table's schema while this write evolved it too."""
+
+    def __init__(self, base_path: str, instant: str) -> None:
+        self.instant, self.other = instant, ""
+        self.file_groups = []
+        PyHudiError.__init__(
+            self,
+            f"{base_path}: write {instant} changes the table's schema, and another write committed meanwhile "
+            f"changed it too; {instant} was rolled back: retry the write (it evolves the schema committed since)",
+        )
+
+
 class UnsafePathError(StorageError):
     """A path pyhudi was about to write, move, delete or read lies outside the table it works on (a ``..``
     segment, an absolute path, a symbolic link leading out, ...). Nothing was done with it."""

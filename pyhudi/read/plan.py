@@ -92,7 +92,9 @@ class ScanPlan:
         return ScanPlan(replace(self.read, schema=schema), self.slices)
 
 
-def _spec(table: TableLike, timeline: ActiveTimeline, **kw: object) -> ReadSpec:
+def _spec(table: TableLike, timeline: ActiveTimeline, as_of: str | None = None, **kw: object) -> ReadSpec:
+    """The read's description; its schema is the table's latest (``as_of``: the schema of that instant, as time
+    travel reads), through which every file is read (:func:`pyhudi.read.slice_reader.conform`)."""
     cfg = table.config
     if not cfg.populate_meta_fields:
         raise UnsupportedFormatError(
@@ -104,7 +106,8 @@ def _spec(table: TableLike, timeline: ActiveTimeline, **kw: object) -> ReadSpec:
             f"{table.base_path}: hoodie.table.base.file.format={cfg.base_file_format}; pyhudi reads parquet base "
             "files only"
         )
-    schema = with_meta(table.schema())
+    schema = with_meta(table.schema() if as_of is None else
+                       table_schema(table.storage, table.base_path, cfg, timeline, as_of=as_of))
     merge = MergeConfig.of_table(table.config, schema, table.base_path)
     instants = kw.pop("instants", None) or CommittedInstants.of(timeline.commits())
     return ReadSpec(table.storage, table.base_path, schema, merge, instants, **kw)  # type: ignore[arg-type]
@@ -124,7 +127,8 @@ def snapshot(
     slices = v.latest_file_slices(as_of=as_of)
     if read_optimized:
         slices = [s for s in slices if s.base_file is not None]
-    spec = _spec(table, tl, instants=CommittedInstants.of(tl.commits(), as_of=as_of), read_optimized=read_optimized)
+    spec = _spec(table, tl, as_of, instants=CommittedInstants.of(tl.commits(), as_of=as_of),
+                 read_optimized=read_optimized)
     return ScanPlan(spec, tuple(SliceSpec.of(s) for s in slices))
 
 

@@ -32,11 +32,12 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pyhudi import config as C
-from pyhudi.errors import CorruptFileError, InvalidInputError, StorageError
+from pyhudi.errors import CorruptFileError, StorageError
 from pyhudi.io.logfile import BlockType, LogBlock
 from pyhudi.io.storage import Storage
 from pyhudi.read.logscan import CommittedInstants, scan_log_blocks
 from pyhudi.read.merge import LogRecords, MergeConfig, Winners, final_merge
+from pyhudi.table.evolution import conform_table
 from pyhudi.table.fsview import FileSlice
 from pyhudi.table.schema import COMMIT_TIME_COL, RECORD_KEY_COL
 
@@ -77,25 +78,10 @@ class ReadSpec:
 
 
 def conform(t: pa.Table | pa.RecordBatch, schema: pa.Schema, where: str) -> pa.Table:
-    """``t`` with exactly ``schema``'s columns: by name, cast; a column ``t`` lacks is all nulls (a column added to
-    the table after ``t`` was written)."""
-    if isinstance(t, pa.RecordBatch):
-        t = pa.Table.from_batches([t])
-    cols = []
-    for f in schema:
-        if f.name in t.column_names:
-            c = t.column(f.name)
-            if c.type != f.type:
-                try:
-                    c = c.cast(f.type)
-                except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
-                    raise InvalidInputError(
-                        f"{where}: column {f.name!r} is {c.type} in the file, {f.type} in the table: {e}"
-                    ) from None
-            cols.append(c)
-        else:
-            cols.append(pa.nulls(t.num_rows, f.type))
-    return pa.Table.from_arrays(cols, schema=schema)
+    """``t`` with exactly ``schema``'s columns: by name, promoted types converted; a column (or struct field) ``t``
+    lacks is all nulls (a column added to the table after ``t`` was written); see
+    :func:`pyhudi.table.evolution.conform_table`."""
+    return conform_table(t, schema, where)
 
 
 _WORKERS = max(1, min(4, os.cpu_count() or 1))

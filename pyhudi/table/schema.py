@@ -10,12 +10,13 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import posixpath
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from pyhudi.errors import InvalidInputError, PyHudiError
+from pyhudi.errors import InvalidInputError, PyHudiError, UnsupportedTableError
 
 if TYPE_CHECKING:
     from pyhudi.io.storage import Storage
@@ -114,33 +115,36 @@ def avro_schema_json(schema: pa.Schema, table_name: str) -> str:
     return json.dumps(arrow_to_avro(without_meta(schema), name, ns), separators=(",", ":"))
 
 
-def check_compatible(table_schema: pa.Schema, incoming: pa.Schema, where: str) -> None:
-    """Incoming data must have the table's columns with the same types (meta columns aside)."""
-    have = {f.name: f for f in without_meta(incoming)}
-    want = without_meta(table_schema)
-    missing = [f.name for f in want if f.name not in have]
-    if missing:
-        raise InvalidInputError(f"{where}: input lacks table column(s) {', '.join(missing)}")
-    extra = [n for n in have if n not in set(want.names)]
-    if extra:
-        raise InvalidInputError(
-            f"{where}: input has column(s) {', '.join(extra)} that the table does not have "
-            "(schema evolution is not supported)"
-        )
-    for f in want:
-        got = have[f.name].type
-        if not _same_type(got, f.type):
-            raise InvalidInputError(f"{where}: column {f.name!r} is {got} in the input but {f.type} in the table")
+def commit_schema_json(schema: pa.Schema, table_name: str) -> str:
+    """The writer schema as Hudi 1.1 records it in a commit's ``extraMetadata.schema``: Spark's converter's schema
+    with ``null`` first in every union and ``"default": null`` on nullable fields (Hudi passes the schema through
+    its InternalSchema converter, ``fixNullOrdering``); ``hoodie.table.create.schema`` keeps the converter's own
+    form (:func:`avro_schema_json`)."""
+    name, ns = record_name(table_name)
+    return json.dumps(_null_first(arrow_to_avro(without_meta(schema), name, ns)), separators=(",", ":"))
 
 
-def _same_type(a: pa.DataType, b: pa.DataType) -> bool:
-    if a == b:
-        return True
-    norm = {pa.large_string(): pa.string(), pa.large_binary(): pa.binary()}
-    a2, b2 = norm.get(a, a), norm.get(b, b)
-    if pa.types.is_timestamp(a2) and pa.types.is_timestamp(b2):
-        return bool(a2.tz) == bool(b2.tz)
-    return bool(a2 == b2)
+def _null_first(node: Any) -> Any:
+    if isinstance(node, list):
+        branches = [_null_first(b) for b in node]
+        return [b for b in branches if b == "null"] + [b for b in branches if b != "null"]
+    if not isinstance(node, dict):
+        return node
+    t = node.get("type")
+    if t == "record":
+        fields = []
+        for f in node["fields"]:
+            ft = _null_first(f["type"])
+            out = {"name": f["name"], "type": ft}
+            if isinstance(ft, list) and "null" in ft:
+                out["default"] = None
+            fields.append(out)
+        return {**node, "fields": fields}
+    if t == "array":
+        return {**node, "items": _null_first(node["items"])}
+    if t == "map":
+        return {**node, "values": _null_first(node["values"])}
+    return node
 
 
 def avro_to_arrow(avro: dict[str, Any] | str) -> pa.Schema:
@@ -203,10 +207,40 @@ def _arrow_type(name: str, t: Any) -> pa.DataType:
     raise InvalidInputError(f"column {name!r}: Avro type {t} is not supported")
 
 
-def table_schema(storage: Storage, base_path: str, config: TableConfig, timeline: ActiveTimeline) -> pa.Schema:
+#: extraMetadata key of the InternalSchema a schema-on-read write records (Hudi's ``SerDeHelper.LATEST_SCHEMA``)
+LATEST_INTERNAL_SCHEMA = "latestSchema"
+#: folder of the schema-on-read history (Hudi's ``FileBasedInternalSchemaStorageManager``), under ``.hoodie``
+SCHEMA_HISTORY_FOLDER = ".schema"
+
+
+def schema_on_read_refusal(base_path: str, where: str) -> UnsupportedTableError:
+    return UnsupportedTableError(
+        f"{base_path} uses schema-on-read evolution (hoodie.schema.on.read.enable: {where}); its files may hold "
+        "renamed, dropped or reordered columns that only Hudi's InternalSchema history maps to the table's "
+        "columns, which pyhudi does not implement: it refuses to read or write the table rather than return "
+        "wrong rows"
+    )
+
+
+def check_no_schema_on_read(storage: Storage, base_path: str) -> None:
+    """UnsupportedTableError when ``.hoodie/.schema`` holds schema-on-read history (Hudi creates the folder empty
+    in every table)."""
+    folder = posixpath.join(base_path, ".hoodie", SCHEMA_HISTORY_FOLDER)
+    files = [e for e in storage.list(folder) if not e.is_dir]
+    if files:
+        raise schema_on_read_refusal(base_path, f"{folder} holds {files[0].name}")
+
+
+def table_schema(
+    storage: Storage, base_path: str, config: TableConfig, timeline: ActiveTimeline, as_of: str | None = None
+) -> pa.Schema:
     """The data schema (without meta columns): the latest commit's writer schema (an archived commit's when no
-    active one carries one), else the create schema."""
+    active one carries one), else the create schema. ``as_of``: the schema of the latest commit requested at or
+    before that instant (time travel). A table that uses schema-on-read evolution is refused
+    (:func:`schema_on_read_refusal`)."""
     from pyhudi.table.lsm_timeline import ArchivedTimeline, LsmHistory
+
+    check_no_schema_on_read(storage, base_path)
 
     def archived() -> Iterator[ActiveTimeline | ArchivedTimeline]:
         # read only when no active commit carries a schema: loading the archived timeline reads every file of
@@ -216,7 +250,13 @@ def table_schema(storage: Storage, base_path: str, config: TableConfig, timeline
 
     for tl in itertools.chain([timeline], archived()):
         for inst in reversed(list(tl.completed_commits())):
-            s = (tl.read_commit_metadata(inst).get("extraMetadata") or {}).get("schema")
+            if as_of is not None and inst.requested_time > as_of:
+                continue
+            extra = tl.read_commit_metadata(inst).get("extraMetadata") or {}
+            if extra.get(LATEST_INTERNAL_SCHEMA):
+                raise schema_on_read_refusal(base_path, f"commit {inst.requested_time} records an InternalSchema "
+                                                        f"under extraMetadata.{LATEST_INTERNAL_SCHEMA}")
+            s = extra.get("schema")
             if s:
                 return avro_to_arrow(s)
     if config.create_schema:

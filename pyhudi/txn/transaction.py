@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from pyhudi import config as C
 from pyhudi import faults
 from pyhudi.errors import (
+    ConcurrentSchemaConflict,
     ConcurrentWriteConflict,
     ConcurrentWriterError,
     ConfigError,
@@ -61,8 +62,9 @@ from pyhudi.spark.progress import Progress
 from pyhudi.table import markers
 from pyhudi.table.capabilities import check_writable
 from pyhudi.table.commit_metadata import STREAMING_CHECKPOINT_KEY, streaming_checkpoint
+from pyhudi.table.evolution import writer_schema
 from pyhudi.table.properties import METAFOLDER, TableConfig, read_table_config
-from pyhudi.table.schema import avro_to_arrow, check_compatible, table_schema
+from pyhudi.table.schema import avro_to_arrow, commit_schema_json, table_schema
 from pyhudi.table.timeline import (
     COMMIT,
     DELTA_COMMIT,
@@ -256,11 +258,15 @@ class WriteTransaction:
         try:
             cfg = self.config()
             if timeline.completed_commits():
-                data_schema = table_schema(self.storage, self.base_path, cfg, timeline)
+                base_schema = table_schema(self.storage, self.base_path, cfg, timeline)
             else:
-                data_schema = avro_to_arrow(cfg.create_schema) if cfg.create_schema else incoming
+                base_schema = avro_to_arrow(cfg.create_schema) if cfg.create_schema else incoming
+            data_schema = base_schema
             if wc.operation != "delete":
-                check_compatible(data_schema, incoming, f"write to {self.base_path}")
+                # the writer schema: new columns, promotions, reconciliation (pyhudi.table.evolution); bad input
+                # is refused here, before anything is written
+                data_schema = writer_schema(base_schema, incoming, reconcile=wc.reconcile_schema,
+                                            where=f"write to {self.base_path}")
             job = WriteJob(
                 spark=df.sparkSession,
                 storage=self.storage,
@@ -271,6 +277,7 @@ class WriteTransaction:
                 timeline=timeline,
                 view=table_view(self.storage, self.base_path, cfg, timeline),
                 data_schema=data_schema,
+                base_schema=base_schema,
             )
             producer = PRODUCERS[wc.operation](job)
             producer.validate_columns(df.columns)
@@ -399,7 +406,7 @@ class WriteTransaction:
             ):
                 raise PyHudiError(f"{self.base_path}: instant {self.instant} left the timeline (rolled back by "
                                   "another writer?); the write is abandoned")
-            self._check_concurrent(now, metadata)
+            self._check_concurrent(now, metadata, job)
             if self._batch_committed(now):  # another attempt of this batch committed meanwhile
                 raise _BatchAlreadyCommitted(f"{self.base_path}: {self.checkpoint} was committed meanwhile")
             metadata["extraMetadata"] = {**(metadata.get("extraMetadata") or {}), **self.extra_metadata}
@@ -418,13 +425,29 @@ class WriteTransaction:
         faults.at("after_data_commit", self.fault_spec)
         return self.completed
 
-    def _check_concurrent(self, now: ActiveTimeline, metadata: Mapping[str, Any]) -> None:
+    def _check_schema(self, now: ActiveTimeline, metadata: dict[str, Any], job: WriteJob) -> None:
+        """A write committed meanwhile changed the table's schema: a write that did not evolve it commits with the
+        new schema (its files read through it as any older file); one that evolved it too is a conflict."""
+        assert self.instant is not None
+        latest = table_schema(self.storage, self.base_path, self.config(), now)
+        if job.base_schema is None or latest == job.base_schema:
+            return
+        if job.data_schema != job.base_schema:
+            raise ConcurrentSchemaConflict(self.base_path, self.instant)
+        extra = dict(metadata.get("extraMetadata") or {})
+        extra["schema"] = commit_schema_json(latest, job.table_name)
+        metadata["extraMetadata"] = extra
+
+    def _check_concurrent(self, now: ActiveTimeline, metadata: dict[str, Any],
+                          job: WriteJob | None = None) -> None:
         assert self.instant is not None and self.begun is not None
         if self.concurrency.optimistic:
             found = find_conflict(self.begun, now, self.instant, touched_file_groups(metadata))
             if found is not None:
                 other, groups = found
                 raise ConcurrentWriteConflict(self.base_path, self.instant, other, sorted(groups))
+            if job is not None and completed_writes_since(self.begun, now, self.instant):
+                self._check_schema(now, metadata, job)
             return
         others = completed_writes_since(self.begun, now, self.instant)
         if others:

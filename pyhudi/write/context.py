@@ -33,7 +33,8 @@ class WriteJob:
     instant: str
     timeline: ActiveTimeline
     view: FileSystemView
-    data_schema: pa.Schema
+    data_schema: pa.Schema  # the writer schema (the table's, evolved by this write's input)
+    base_schema: pa.Schema | None = None  # the table's schema when the write began
     timings: dict[str, float] = field(default_factory=dict)
     progress: Progress | None = None
     prepared: DataFrame | None = None

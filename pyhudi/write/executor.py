@@ -25,6 +25,7 @@ from pyhudi.io.storage import Storage
 from pyhudi.spark.task import task_ids
 from pyhudi.table import base_file, filenames, markers
 from pyhudi.table.commit_metadata import NULL_COMMIT
+from pyhudi.table.evolution import conform_table
 from pyhudi.table.schema import (
     COMMIT_SEQNO_COL,
     COMMIT_TIME_COL,
@@ -132,15 +133,9 @@ def write_bucket(ctx: WriteContext, incoming: pa.Table) -> pa.Table:
 
 
 def _align(t: pa.Table, schema: pa.Schema) -> pa.Table:
-    """``t`` with exactly ``schema``'s columns, in order, cast to its types (meta columns may be absent)."""
-    cols = []
-    for f in schema:
-        if f.name in t.column_names:
-            c = t.column(f.name)
-            cols.append(c if c.type == f.type else c.cast(f.type))
-        else:
-            cols.append(pa.nulls(t.num_rows, f.type))
-    return pa.Table.from_arrays(cols, schema=schema)
+    """``t`` with exactly ``schema``'s columns, in order (meta columns may be absent): a file written before a
+    column existed gets nulls there, promoted types are converted (:func:`pyhudi.table.evolution.conform_table`)."""
+    return conform_table(t, schema, "write")
 
 
 def _old_wins(old: pa.Table, new: pa.Table, fields: tuple[str, ...]) -> np.ndarray:

@@ -26,6 +26,7 @@ from pyhudi.spark import cached
 from pyhudi.spark.errors import task_errors
 from pyhudi.spark.partitioning import ROUTE_COL
 from pyhudi.table.commit_metadata import commit_metadata, write_stat
+from pyhudi.table.evolution import conform_array
 from pyhudi.table.filenames import make_file_id, new_file_id_prefix
 from pyhudi.table.keygen import KeyGenerator
 from pyhudi.table.partition_path import check_partition_path
@@ -34,7 +35,7 @@ from pyhudi.table.schema import (
     META_COLUMNS,
     PARTITION_PATH_COL,
     RECORD_KEY_COL,
-    avro_schema_json,
+    commit_schema_json,
 )
 from pyhudi.table.timeline import COMMIT, REPLACE_COMMIT
 from pyhudi.write.context import WriteJob
@@ -86,9 +87,11 @@ class WriteResult:
         }
 
 
-def prepare_task(keygen: KeyGenerator, delete_all: bool, data_cols: list[str], routing: KeyRouting | None = None):
+def prepare_task(keygen: KeyGenerator, delete_all: bool, data_cols: list[str], routing: KeyRouting | None = None,
+                 types: list[pa.DataType] | None = None):
     """mapInArrow function: compute record key, partition path and the per-record operation (and, for an index
-    that routes records to its tag tasks, :data:`ROUTE_COL`)."""
+    that routes records to its tag tasks, :data:`ROUTE_COL`). ``types``: the writer schema's type of each data
+    column (an input column narrower than the table's is promoted here, :mod:`pyhudi.table.evolution`)."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for b in batches:
@@ -103,6 +106,8 @@ def prepare_task(keygen: KeyGenerator, delete_all: bool, data_cols: list[str], r
             else:
                 ops = pa.array([OP_UPSERT] * n, pa.string())
             cols = [b.column(c) for c in data_cols]
+            if types is not None:
+                cols = [conform_array(a, t, "input", c) for a, t, c in zip(cols, types, data_cols, strict=True)]
             names = [*data_cols, RECORD_KEY_COL, PARTITION_PATH_COL, OP_COL]
             if routing is None:
                 yield pa.RecordBatch.from_arrays([*cols, keys, parts, ops], names=names)
@@ -183,8 +188,9 @@ class WriteProducer:
              pa.field(RECORD_KEY_COL, pa.string()), pa.field(PARTITION_PATH_COL, pa.string()),
              pa.field(OP_COL, pa.string()), *([pa.field(ROUTE_COL, pa.int32())] if routing else [])]
         )
+        types = [out_schema.field(i).type for i in range(len(data_cols))]
         prepared = df.select(*data_cols).mapInArrow(
-            prepare_task(keygen, self.delete_all, data_cols, routing), from_arrow_schema(out_schema)
+            prepare_task(keygen, self.delete_all, data_cols, routing, types), from_arrow_schema(out_schema)
         )
         combine = getattr(cfg, self.combine_option)
         if combine:  # the input order, for ties between duplicates: numbered before any shuffle reorders rows
@@ -402,7 +408,7 @@ class WriteProducer:
         for s in sorted(stats, key=lambda s: (s.partition, s.file_id)):
             by_part[s.partition].append(s.to_hudi())
         return commit_metadata(by_part, self.operation_type,
-                               schema=avro_schema_json(self.job.data_schema, self.job.table_name))
+                               schema=commit_schema_json(self.job.data_schema, self.job.table_name))
 
     def commit_result(self, stats: list[WriteStat]) -> WriteResult:
         job = self.job

@@ -192,8 +192,8 @@ def test_unreadable_files_are_named(spark, tmp_path: Path, via_storage: bool) ->
 
 @pytest.mark.parametrize("via_storage", [False, True], ids=["spark", "storage"])
 def test_columns_only_later_files_carry_are_never_dropped(spark, tmp_path: Path, via_storage: bool) -> None:  # type: ignore[no-untyped-def]
-    # parquet: a later part file with one more column; the column reaches the DataFrame (the write then refuses
-    # it by name as a column the table lacks) or the read fails naming the file, never a silent drop
+    # parquet: a later part file with one more column; the column reaches the DataFrame (the write then adds it
+    # to the table: schema evolution) or the read fails naming the file, never a silent drop
     d = tmp_path / "pq"
     d.mkdir()
     pq.write_table(_table(3), d / "part-0.parquet")

@@ -1,0 +1,264 @@
+"""Schema evolution as Hudi does it by default: the writer schema of a write, and data brought to a schema.
+
+**Writer schema** (:func:`writer_schema`; Hudi: ``HoodieSchemaUtils.deduceWriterSchema``). The input's schema is
+reconciled with the table's latest schema:
+
+- columns (and struct fields, at any depth) the table has keep the table's order; new ones are appended after
+  them in the input's order (Hudi orders the incoming schema by the table's field positions, new fields last) and
+  are always nullable (rows written before they existed read as null);
+- a column is nullable when the table or the input says so (non-nullable -> nullable is an evolution);
+- types: the same Avro type keeps the table's type; an input narrower than the table by an Avro promotion
+  (int -> long, float, double; long -> float, double; float -> double) is promoted to the table's type; an input
+  wider than the table by one of them evolves the column to the input's type (old files are read through it);
+  string and bytes resolve both ways, so the input is converted to the table's type (Hudi's canonicalization
+  promotes the incoming type to the table's whenever it may); anything else is an error naming the column;
+- a table column the input lacks is an error, unless ``hoodie.datasource.write.reconcile.schema=true``: then the
+  table's column stays in the writer schema and the input's records carry null there (Hudi's reconciliation
+  injects nulls for missing columns; a non-nullable column cannot be filled and stays an error). With
+  reconciliation and no missing column the input's own column order is kept, as Hudi's (legacy) reconciliation
+  picks the incoming schema then.
+
+A column is never dropped: dropping or renaming needs schema-on-read evolution (``hoodie.schema.on.read.enable``),
+which pyhudi does not implement.
+
+**Conforming data** (:func:`conform_array`, :func:`conform_table`): an array of one type brought to another by
+name, recursively -- struct fields the data lacks are nulls, fields the target lacks are left out, promoted
+types are cast as Avro's schema resolution (and Java) converts them (an int or long to a float or double rounds
+to nearest; a string read as bytes is its UTF-8; bytes read as string must be valid UTF-8).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+
+from pyhudi.errors import InvalidInputError
+from pyhudi.table.schema import META_COLUMNS
+
+#: Avro's schema-resolution promotions: writer type -> reader types that can read it
+PROMOTIONS: dict[str, frozenset[str]] = {
+    "int": frozenset({"long", "float", "double"}),
+    "long": frozenset({"float", "double"}),
+    "float": frozenset({"double"}),
+    "string": frozenset({"bytes"}),
+    "bytes": frozenset({"string"}),
+}
+
+_ALLOWED = ("allowed: new nullable columns, int -> long/float/double, long -> float/double, float -> double, "
+            "string <-> bytes, non-nullable -> nullable")
+
+
+def avro_primitive(t: pa.DataType) -> str | None:
+    """The plain Avro primitive an Arrow type is written as (None for logical, nested and other types)."""
+    if pa.types.is_int8(t) or pa.types.is_int16(t) or pa.types.is_int32(t):
+        return "int"
+    if pa.types.is_int64(t):
+        return "long"
+    if pa.types.is_float32(t):
+        return "float"
+    if pa.types.is_float64(t):
+        return "double"
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return "string"
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return "bytes"
+    if pa.types.is_boolean(t):
+        return "boolean"
+    return None
+
+
+_CANONICAL = {"int": pa.int32(), "long": pa.int64(), "float": pa.float32(), "double": pa.float64(),
+              "string": pa.string(), "bytes": pa.binary(), "boolean": pa.bool_()}
+
+
+def same_type(a: pa.DataType, b: pa.DataType) -> bool:
+    """Whether two (non-nested) Arrow types are the same Avro type (int8/16/32 are all Avro ints; a timestamp
+    with any time zone is ``timestamp-micros``, without one ``local-timestamp-micros``)."""
+    if a == b:
+        return True
+    pa_, pb = avro_primitive(a), avro_primitive(b)
+    if pa_ is not None or pb is not None:
+        return pa_ == pb
+    if pa.types.is_timestamp(a) and pa.types.is_timestamp(b):
+        return bool(a.tz) == bool(b.tz)
+    return False
+
+
+def _nested(t: pa.DataType) -> bool:
+    return (pa.types.is_struct(t) or pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_map(t))
+
+
+class _Evolver:
+    def __init__(self, reconcile: bool, where: str) -> None:
+        self.reconcile = reconcile
+        self.where = where
+
+    def fail(self, path: str, what: str) -> InvalidInputError:
+        return InvalidInputError(f"{self.where}: column {path!r} {what}; nothing was written")
+
+    def fields(self, table: list[pa.Field], incoming: list[pa.Field], prefix: str) -> list[pa.Field]:
+        have = {f.name: f for f in incoming}
+        names = {f.name for f in table}
+        missing = [f for f in table if f.name not in have]
+        if missing and not self.reconcile:
+            raise InvalidInputError(
+                f"{self.where}: input lacks table column(s) {', '.join(prefix + f.name for f in missing)} (a column "
+                "cannot be dropped without schema-on-read evolution; hoodie.datasource.write.reconcile.schema=true "
+                "writes null there); nothing was written")
+        for f in missing:
+            path = prefix + f.name
+            if not f.nullable:
+                raise self.fail(path, "is missing from the input and is not nullable in the table, so "
+                                      "hoodie.datasource.write.reconcile.schema cannot fill it with nulls")
+        merged = {f.name: (self.field(f, have[f.name], prefix + f.name) if f.name in have else f) for f in table}
+        added = [self.new_field(f) for f in incoming if f.name not in names]
+        if self.reconcile and not missing:
+            # Hudi's reconciliation keeps the incoming schema's order when the input is not a projection
+            return [merged[f.name] if f.name in merged else self.new_field(f) for f in incoming]
+        return [merged[f.name] for f in table] + added
+
+    def new_field(self, f: pa.Field) -> pa.Field:
+        return pa.field(f.name, normalize(f.type), nullable=True)
+
+    def field(self, table: pa.Field, incoming: pa.Field, path: str) -> pa.Field:
+        return pa.field(table.name, self.type(table.type, incoming.type, path),
+                        nullable=table.nullable or incoming.nullable)
+
+    def type(self, table: pa.DataType, incoming: pa.DataType, path: str) -> pa.DataType:
+        if pa.types.is_struct(table) and pa.types.is_struct(incoming):
+            tf = [table.field(i) for i in range(table.num_fields)]
+            inf = [incoming.field(i) for i in range(incoming.num_fields)]
+            return pa.struct(self.fields(tf, inf, path + "."))
+        if (pa.types.is_list(table) or pa.types.is_large_list(table)) and (
+                pa.types.is_list(incoming) or pa.types.is_large_list(incoming)):
+            tv, iv = table.value_field, incoming.value_field
+            t = self.type(tv.type, iv.type, path + ".element")
+            return pa.list_(pa.field(tv.name, t, nullable=tv.nullable or iv.nullable))
+        if pa.types.is_map(table) and pa.types.is_map(incoming):
+            tv, iv = table.item_field, incoming.item_field
+            t = self.type(tv.type, iv.type, path + ".value")
+            return pa.map_(table.key_type, pa.field(tv.name, t, nullable=tv.nullable or iv.nullable))
+        if _nested(table) or _nested(incoming):
+            raise self.fail(path, f"is {incoming} in the input but {table} in the table ({_ALLOWED})")
+        if same_type(table, incoming):
+            return table
+        a, b = avro_primitive(incoming), avro_primitive(table)
+        if a is not None and b is not None:
+            if b in PROMOTIONS.get(a, ()):
+                return table  # the input is promoted to the table's type
+            if a in PROMOTIONS.get(b, ()):
+                return _CANONICAL[a]  # the column evolves; old files are read through the wider type
+        raise self.fail(path, f"is {incoming} in the input but {table} in the table: Avro schema resolution cannot "
+                              f"change one into the other ({_ALLOWED})")
+
+
+def normalize(t: pa.DataType) -> pa.DataType:
+    """``t`` as pyhudi stores it (large string/binary/list as their plain forms, recursively)."""
+    if pa.types.is_large_string(t):
+        return pa.string()
+    if pa.types.is_large_binary(t):
+        return pa.binary()
+    if pa.types.is_struct(t):
+        return pa.struct([pa.field(f.name, normalize(f.type), nullable=f.nullable)
+                          for f in (t.field(i) for i in range(t.num_fields))])
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        v = t.value_field
+        return pa.list_(pa.field(v.name, normalize(v.type), nullable=v.nullable))
+    if pa.types.is_map(t):
+        v = t.item_field
+        return pa.map_(t.key_type, pa.field(v.name, normalize(v.type), nullable=v.nullable))
+    return t
+
+
+def writer_schema(table: pa.Schema, incoming: pa.Schema, *, reconcile: bool, where: str) -> pa.Schema:
+    """The data schema (no meta columns) a write of ``incoming`` into a table of schema ``table`` writes and
+    records (see the module docstring); InvalidInputError naming the column when Hudi's evolution cannot take
+    it."""
+    tf = [f for f in table if f.name not in META_COLUMNS]
+    inf = [f for f in incoming if f.name not in META_COLUMNS]
+    return pa.schema(_Evolver(reconcile, where).fields(tf, inf, ""))
+
+
+def evolved_columns(old: pa.Schema, new: pa.Schema) -> dict[str, str]:
+    """Top-level columns that differ between two data schemas: name -> "added" or "changed" (for messages and
+    tests)."""
+    before = {f.name: f for f in old}
+    out: dict[str, str] = {}
+    for f in new:
+        if f.name not in before:
+            out[f.name] = "added"
+        elif before[f.name] != f:
+            out[f.name] = "changed"
+    return out
+
+
+# -- data ---------------------------------------------------------------------------------------------------------
+def conform_array(arr: pa.Array | pa.ChunkedArray, target: pa.DataType, where: str, path: str) -> Any:
+    """``arr`` as ``target`` (see the module docstring); InvalidInputError naming ``path`` when a value cannot be
+    converted."""
+    if isinstance(arr, pa.ChunkedArray):
+        if arr.type == target:
+            return arr
+        return pa.chunked_array([conform_array(c, target, where, path) for c in arr.chunks], type=target)
+    t = arr.type
+    if t == target:
+        return arr
+    mask = arr.is_null() if arr.null_count else None
+    if pa.types.is_struct(target) and pa.types.is_struct(t):
+        children = []
+        names = [t.field(i).name for i in range(t.num_fields)]
+        flat = arr.flatten()
+        for i in range(target.num_fields):
+            f = target.field(i)
+            if f.name in names:
+                j = names.index(f.name)
+                children.append(conform_array(flat[j], f.type, where, f"{path}.{f.name}"))
+            else:
+                children.append(pa.nulls(len(arr), f.type))
+        return pa.StructArray.from_arrays(children, fields=[target.field(i) for i in range(target.num_fields)],
+                                          mask=mask)
+    if (pa.types.is_list(target) or pa.types.is_large_list(target)) and (
+            pa.types.is_list(t) or pa.types.is_large_list(t)):
+        offsets, start, end = _offsets(arr)
+        values = conform_array(arr.values.slice(start, end - start), target.value_type, where, f"{path}.element")
+        if pa.types.is_large_list(target) != pa.types.is_large_list(t):
+            offsets = offsets.cast(pa.int64() if pa.types.is_large_list(target) else pa.int32())
+        cls = pa.LargeListArray if pa.types.is_large_list(target) else pa.ListArray
+        return cls.from_arrays(offsets, values, type=target, mask=mask)
+    if pa.types.is_map(target) and pa.types.is_map(t):
+        offsets, start, end = _offsets(arr)
+        keys = conform_array(arr.keys.slice(start, end - start), target.key_type, where, f"{path}.key")
+        items = conform_array(arr.items.slice(start, end - start), target.item_type, where, f"{path}.value")
+        return pa.MapArray.from_arrays(offsets, keys, items, type=target, mask=mask)
+    a, b = avro_primitive(t), avro_primitive(target)
+    try:
+        if a in ("int", "long") and b in ("float", "double"):
+            return arr.cast(target, safe=False)  # rounds to nearest, as Java's int/long -> float/double
+        return arr.cast(target)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+        raise InvalidInputError(f"{where}: column {path!r} is {t}, cannot be read as {target}: {e}") from None
+
+
+def _offsets(arr: Any) -> tuple[pa.Array, int, int]:
+    """(offsets rebased to 0, first value, end value) of a possibly sliced list or map array."""
+    import pyarrow.compute as pc
+
+    off = arr.offsets
+    start, end = off[0].as_py(), off[-1].as_py()
+    return pc.subtract(off, pa.scalar(start, off.type)), start, end
+
+
+def conform_table(t: pa.Table | pa.RecordBatch, schema: pa.Schema, where: str) -> pa.Table:
+    """``t`` with exactly ``schema``'s columns, by name, in its order: missing columns (and struct fields) are
+    nulls, other types converted by :func:`conform_array`."""
+    if isinstance(t, pa.RecordBatch):
+        t = pa.Table.from_batches([t])
+    cols = []
+    names = t.column_names
+    for f in schema:
+        if f.name in names:
+            cols.append(conform_array(t.column(f.name), f.type, where, f.name))
+        else:
+            cols.append(pa.nulls(t.num_rows, f.type))
+    return pa.Table.from_arrays(cols, schema=schema)

@@ -1,0 +1,115 @@
+"""The writer-schema rules of pyhudi.table.evolution (Hudi's default schema evolution) and the conversion of data
+to a schema, without Spark."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pytest
+
+from pyhudi.errors import InvalidInputError
+from pyhudi.table.evolution import conform_array, conform_table, writer_schema
+from pyhudi.table.schema import avro_schema_json, commit_schema_json
+
+TABLE = pa.schema([pa.field("id", pa.string(), nullable=False), pa.field("n", pa.int32()), pa.field("f", pa.float32()),
+                   pa.field("s", pa.string()), pa.field("st", pa.struct([("x", pa.int32()), ("y", pa.string())]))])
+
+
+def evolve(incoming: pa.Schema, reconcile: bool = False) -> pa.Schema:
+    return writer_schema(TABLE, incoming, reconcile=reconcile, where="w")
+
+
+def test_same_schema_in_any_order_is_the_table_schema() -> None:
+    shuffled = pa.schema([TABLE.field(i) for i in (4, 2, 0, 3, 1)])
+    assert evolve(shuffled) == TABLE
+
+
+def test_new_columns_after_the_tables_in_input_order_nullable() -> None:
+    incoming = pa.schema([pa.field("z", pa.int64(), nullable=False), *TABLE, pa.field("a", pa.string())])
+    out = evolve(incoming)
+    assert out.names == [*TABLE.names, "z", "a"]
+    assert out.field("z").nullable and out.field("z").type == pa.int64()
+
+
+def test_promotions_widen_the_table_narrower_inputs_are_promoted() -> None:
+    incoming = pa.schema([TABLE.field("id"), pa.field("n", pa.float64()), pa.field("f", pa.float64()),
+                          pa.field("s", pa.binary()), pa.field("st", pa.struct([("x", pa.int16()), ("y", pa.string())]))])
+    out = evolve(incoming)
+    assert out.field("n").type == pa.float64() and out.field("f").type == pa.float64()
+    assert out.field("s").type == pa.string()  # bytes into a string column: the table's type stays
+    assert out.field("st").type == TABLE.field("st").type  # int16 is an Avro int
+    narrower = evolve(pa.schema([*(f for f in TABLE if f.name != "f"), pa.field("f", pa.float32())]))
+    assert narrower == TABLE
+
+
+def test_non_nullable_becomes_nullable_never_the_reverse() -> None:
+    loose = pa.schema([pa.field("id", pa.string(), nullable=True), *list(TABLE)[1:]])
+    assert evolve(loose).field("id").nullable
+    strict = pa.schema([*(f.with_nullable(False) if f.name == "n" else f for f in TABLE)])
+    assert evolve(strict).field("n").nullable
+
+
+def test_nested_fields_added_after_existing_ones() -> None:
+    st = pa.struct([("new", pa.string()), ("y", pa.string()), ("x", pa.int64())])
+    out = evolve(pa.schema([*(pa.field("st", st) if f.name == "st" else f for f in TABLE)]))
+    assert out.field("st").type == pa.struct([("x", pa.int64()), ("y", pa.string()), ("new", pa.string())])
+
+
+@pytest.mark.parametrize(("incoming", "pattern"), [
+    (pa.schema(list(TABLE)[:-1]), r"input lacks table column\(s\) st \("),
+    (pa.schema([*(pa.field("n", pa.string()) if f.name == "n" else f for f in TABLE)]),
+     r"column 'n' is string in the input but int32 in the table: Avro schema resolution cannot"),
+    (pa.schema([*(pa.field("st", pa.struct([("x", pa.int32())])) if f.name == "st" else f for f in TABLE)]),
+     r"input lacks table column\(s\) st\.y "),
+    (pa.schema([*(pa.field("st", pa.struct([("x", pa.bool_()), ("y", pa.string())])) if f.name == "st" else f
+                  for f in TABLE)]), r"column 'st\.x' is bool in the input but int32"),
+    (pa.schema([*(pa.field("s", pa.list_(pa.string())) if f.name == "s" else f for f in TABLE)]),
+     r"column 's' is list<item: string> in the input but string in the table"),
+    (pa.schema([*(pa.field("n", pa.date32()) if f.name == "n" else f for f in TABLE)]),
+     r"column 'n' is date32\[day\] in the input but int32"),
+])
+def test_incompatible_inputs_name_the_column(incoming: pa.Schema, pattern: str) -> None:
+    with pytest.raises(InvalidInputError, match=pattern):
+        evolve(incoming)
+
+
+def test_reconcile_keeps_missing_nullable_columns() -> None:
+    without_s = pa.schema([f for f in TABLE if f.name != "s"] + [pa.field("new", pa.int64())])
+    out = evolve(without_s, reconcile=True)
+    assert out.names == [*TABLE.names, "new"]  # table order, new column last: nothing dropped
+    with pytest.raises(InvalidInputError, match=r"column 'id' is missing from the input and is not nullable"):
+        evolve(pa.schema(list(TABLE)[1:]), reconcile=True)
+    # no missing column: Hudi's reconciliation keeps the incoming order
+    shuffled = pa.schema([TABLE.field(i) for i in (4, 2, 0, 3, 1)])
+    assert evolve(shuffled, reconcile=True).names == shuffled.names
+
+
+def test_conform_fills_missing_and_converts_as_avro() -> None:
+    old = pa.table({"id": ["a", None], "n": pa.array([2**31 - 1, None], pa.int32()),
+                    "st": pa.array([{"x": 1}, None], pa.struct([("x", pa.int32())])),
+                    "l": pa.array([[1, 2], None], pa.list_(pa.int32()))})
+    target = pa.schema([("id", pa.string()), ("n", pa.float32()), ("gone", pa.string()),
+                        ("st", pa.struct([("x", pa.int64()), ("y", pa.string())])), ("l", pa.list_(pa.float64()))])
+    out = conform_table(old.slice(0, 2), target, "w")
+    assert out.schema == target
+    assert out.to_pylist() == [
+        {"id": "a", "n": 2147483648.0, "gone": None, "st": {"x": 1, "y": None}, "l": [1.0, 2.0]},  # rounds as Java
+        {"id": None, "n": None, "gone": None, "st": None, "l": None},
+    ]
+    with pytest.raises(InvalidInputError, match=r"column 'b' is binary, cannot be read as string"):
+        conform_array(pa.array([b"\xff"]), pa.string(), "w", "b")
+
+
+def test_commit_schema_is_null_first_with_defaults() -> None:
+    s = pa.schema([pa.field("id", pa.string(), nullable=False), pa.field("l", pa.list_(pa.int32())),
+                   pa.field("st", pa.struct([("x", pa.int64())]))])
+    assert json.loads(avro_schema_json(s, "t"))["fields"][1] == {
+        "name": "l", "type": [{"type": "array", "items": ["int", "null"]}, "null"]}
+    assert json.loads(commit_schema_json(s, "t"))["fields"] == [
+        {"name": "id", "type": "string"},
+        {"name": "l", "type": ["null", {"type": "array", "items": ["null", "int"]}], "default": None},
+        {"name": "st", "type": ["null", {"type": "record", "name": "st", "namespace": "hoodie.t.t_record",
+                                         "fields": [{"name": "x", "type": ["null", "long"], "default": None}]}],
+         "default": None},
+    ]
