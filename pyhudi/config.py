@@ -173,6 +173,11 @@ PARQUET_MAX_FILE_SIZE = Option(
 PARQUET_SMALL_FILE_LIMIT = Option(
     "hoodie.parquet.small.file.limit", str(100 * 1024 * 1024),
     "Base files smaller than this receive inserts until they reach the target size (0: never).", section=_FILE)
+SMALL_FILE_GROUP_CANDIDATES = Option(
+    "hoodie.merge.small.file.group.candidates.limit", "1",
+    "Merge-on-read tables: how many small file groups per partition (latest file slice without log files, base "
+    "file below `hoodie.parquet.small.file.limit`, smallest first) receive inserts; their base file is rewritten "
+    "with the inserts (and the updates routed to them) under the deltacommit.", section=_FILE)
 RECORD_SIZE_ESTIMATE = Option(
     "hoodie.copyonwrite.record.size.estimate", "1024",
     "Bytes per record assumed before the table has a commit to measure.", section=_FILE)
@@ -372,6 +377,12 @@ NOT_HONOURED: dict[str, tuple[frozenset[str], str]] = {
         frozenset({"false"}), "archival runs in the writer, after its commit"),
     "hoodie.archive.beyond.savepoint": (
         frozenset({"false"}), "archival stops at the first savepoint"),
+    "hoodie.logfile.data.block.format": (
+        frozenset({"avro"}), "merge-on-read log files are written with Avro data blocks only"),
+    "hoodie.compact.inline": (
+        frozenset({"false"}), "compaction of merge-on-read tables is not implemented"),
+    "hoodie.compact.schedule.inline": (
+        frozenset({"false"}), "compaction of merge-on-read tables is not implemented"),
     LOCK_CONFLICT_RESOLUTION_STRATEGY: (
         frozenset({str(LOCK_CONFLICT_RESOLUTION_STRATEGY.default).lower()}),
         "concurrent writes are checked by the file groups they touched (Hudi's default strategy) only"),

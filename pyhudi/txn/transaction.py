@@ -41,6 +41,7 @@ from pyhudi.errors import (
     ConfigError,
     PyHudiError,
     StorageError,
+    UnsupportedTableError,
 )
 from pyhudi.io.bloom import BloomFilter
 from pyhudi.io.storage import Storage
@@ -48,7 +49,7 @@ from pyhudi.metadata.indexer import build_record_index
 from pyhudi.metadata.partitions import RECORD_INDEX
 from pyhudi.metadata.reader import table_view
 from pyhudi.metadata.record_index import record_index_updates
-from pyhudi.metadata.writer import MetadataWriter, mdt_enabled, mdt_max_delta_commits
+from pyhudi.metadata.writer import MetadataWriter, mdt_enabled, mdt_max_delta_commits, rli_enabled
 from pyhudi.services.archive import archive, auto_archive_enabled
 from pyhudi.services.clean import clean as run_clean
 from pyhudi.services.rollback import (
@@ -59,13 +60,16 @@ from pyhudi.services.rollback import (
 )
 from pyhudi.spark.progress import Progress
 from pyhudi.table import markers
-from pyhudi.table.capabilities import check_writable
+from pyhudi.table.capabilities import MOR_INDEX_TYPES, MOR_OPERATIONS, check_writable, mor_refusal
 from pyhudi.table.commit_metadata import STREAMING_CHECKPOINT_KEY, streaming_checkpoint
 from pyhudi.table.properties import METAFOLDER, TableConfig, read_table_config
 from pyhudi.table.schema import avro_to_arrow, check_compatible, table_schema
 from pyhudi.table.timeline import (
+    CLUSTERING,
     COMMIT,
+    COMPACTION,
     DELTA_COMMIT,
+    LOG_COMPACTION,
     REPLACE_COMMIT,
     ActiveTimeline,
     Instant,
@@ -232,7 +236,8 @@ class WriteTransaction:
         """Run ``operation`` on ``df`` as this transaction's instant. ``batch_id``: the micro-batch of a stream
         (:class:`StreamingCheckpoint`, identifier from ``hoodie.datasource.write.streaming.checkpoint.identifier``)."""
         t0 = time.perf_counter()
-        check_writable(self.base_path, self.config(), f"a write ({operation})")
+        check_writable(self.base_path, self.config(), f"a write ({operation})",
+                       mor_supported=operation in MOR_OPERATIONS)
         given_op = self.options.get(C.OPERATION)
         if given_op is not None and given_op.strip().lower() not in C.OPERATIONS:
             raise ConfigError(
@@ -243,6 +248,8 @@ class WriteTransaction:
         BloomFilter.from_config(self.options)  # footer bloom filter options: a bad value fails before any write
         mdt_enabled(self.options)  # a bad hoodie.metadata.enable is an error before anything is written
         mdt_max_delta_commits(self.options)
+        if self.config().is_mor:
+            _check_mor_write(self.base_path, self.config(), wc, self.options, self.timeline())
         from pyhudi.spark.session import arrow_schema
 
         incoming = arrow_schema(df)
@@ -271,6 +278,7 @@ class WriteTransaction:
                 timeline=timeline,
                 view=table_view(self.storage, self.base_path, cfg, timeline),
                 data_schema=data_schema,
+                merge_on_read=cfg.is_mor,
             )
             producer = PRODUCERS[wc.operation](job)
             producer.validate_columns(df.columns)
@@ -469,7 +477,7 @@ class WriteTransaction:
             with job.timed("metadata_compaction"), self.lock.held():
                 tl = self.timeline()
                 writer.maybe_compact(tl, mdt_max_delta_commits(self.options), self.gen.next(floor=tl.latest_time()))
-        if auto_archive_enabled(self.options):
+        if auto_archive_enabled(self.options) and not job.merge_on_read:  # MOR timelines are not archived yet
             with job.timed("archive"), self.lock.held():
                 archive(self.storage, self.base_path, self.config(), self.options)
 
@@ -481,6 +489,32 @@ class WriteTransaction:
                          on_delete=writer.apply_clean if writer.exists else None)
 
 
+def _check_mor_write(base_path: str, config: TableConfig, wc: C.WriteConfig, options: Mapping[str, str],
+                     timeline: ActiveTimeline) -> None:
+    """Refuse, before anything is written, what pyhudi does not make exactly in a merge-on-read table."""
+    if wc.index_type not in MOR_INDEX_TYPES:
+        raise UnsupportedTableError(mor_refusal(base_path, f"a write with {C.INDEX_TYPE}={wc.index_type} (use "
+                                                           f"{' or '.join(MOR_INDEX_TYPES)})"))
+    has_rli = RECORD_INDEX in config.metadata_partitions or RECORD_INDEX in config.metadata_partitions_inflight
+    if has_rli and wc.index_type != "RECORD_INDEX":
+        raise UnsupportedTableError(mor_refusal(base_path, f"a write with {C.INDEX_TYPE}={wc.index_type} into a "
+                                                           "table with a record index (use RECORD_INDEX)"))
+    if wc.index_type == "RECORD_INDEX" and not has_rli and timeline.completed_commits():
+        raise UnsupportedTableError(mor_refusal(base_path, "a write with RECORD_INDEX into a table without a "
+                                                           "record index (building one is refused too)"))
+    if (wc.is_global_index and wc.update_partition_path and wc.ordering_fields
+            and wc.merge_mode == "EVENT_TIME_ORDERING" and wc.operation != "delete"):
+        raise UnsupportedTableError(mor_refusal(
+            base_path, f"moving keys between partitions ({C.RECORD_INDEX_UPDATE_PARTITION_PATH}=true) with "
+                       "event-time ordering"))
+    if not has_rli and rli_enabled(options) and timeline.completed_commits():
+        raise UnsupportedTableError(mor_refusal(base_path, "building the record index"))
+    pending = [i for i in timeline.pending() if i.action in (COMPACTION, LOG_COMPACTION, CLUSTERING)]
+    if pending:
+        raise UnsupportedTableError(mor_refusal(base_path, f"a write while the {pending[0].action} "
+                                                           f"{pending[0].requested_time} is pending"))
+
+
 # -- table services as operations of their own ---------------------------------------------------------------------
 def clean_table(storage: Storage, base_path: str, options: Mapping[str, str] | None = None) -> Instant | None:
     """``pyhudi clean``: roll back failed writes whose heartbeat expired (or whose process is gone), then clean
@@ -488,7 +522,7 @@ def clean_table(storage: Storage, base_path: str, options: Mapping[str, str] | N
     needs one. Returns the completed clean instant, None when nothing needed deleting."""
     opts = {k: str(v) for k, v in (options or {}).items()}
     tx = WriteTransaction(storage, base_path, opts)
-    check_writable(tx.base_path, tx.config(), "cleaning")
+    check_writable(tx.base_path, tx.config(), "cleaning", mor_supported=True)
     with tx.lock.held():
         tx._roll_back_failed_writes(tx.timeline(), refuse_live=False)
         return tx.clean(C.int_option(opts, C.CLEANER_COMMITS_RETAINED, 1))
@@ -502,7 +536,7 @@ def rollback_write(
     heartbeat fresh, its process running) is refused."""
     opts = {k: str(v) for k, v in (options or {}).items()}
     tx = WriteTransaction(storage, base_path, opts)
-    check_writable(tx.base_path, tx.config(), "a rollback")
+    check_writable(tx.base_path, tx.config(), "a rollback", mor_supported=True)
     with tx.lock.held():
         tl = tx.timeline()
         inst = tl.get(instant)

@@ -34,6 +34,7 @@ class WriteJob:
     timeline: ActiveTimeline
     view: FileSystemView
     data_schema: pa.Schema
+    merge_on_read: bool = False  # a MERGE_ON_READ table: updates and deletes of stored records go to log files
     timings: dict[str, float] = field(default_factory=dict)
     progress: Progress | None = None
     prepared: DataFrame | None = None

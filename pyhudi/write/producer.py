@@ -8,6 +8,7 @@ written, so a failure anywhere before leaves the table as it was (the next write
 from __future__ import annotations
 
 import math
+import posixpath
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -36,7 +37,9 @@ from pyhudi.table.schema import (
     RECORD_KEY_COL,
     avro_schema_json,
 )
-from pyhudi.table.timeline import COMMIT, REPLACE_COMMIT
+from pyhudi.table.fsview import BaseFile
+from pyhudi.table.timeline import COMMIT, DELTA_COMMIT, REPLACE_COMMIT
+from pyhudi.write.append import APPEND, log_schema_json
 from pyhudi.write.context import WriteJob
 from pyhudi.write.executor import (
     BUCKET_COL,
@@ -132,6 +135,8 @@ class WriteProducer:
     def __init__(self, job: WriteJob) -> None:
         self.job = job
         self.cfg = job.config
+        if job.merge_on_read and self.action == COMMIT:  # a merge-on-read table's writes are deltacommits
+            self.action = DELTA_COMMIT
         self._persisted: list[DataFrame] = []
         self._file_id_prefix: str | None = None
         self._file_id_count = 0
@@ -254,26 +259,36 @@ class WriteProducer:
         return [(r[0], r[1], int(r[2])) for r in rows]
 
     def plan(self, counts: list[tuple[str, str | None, int]]) -> list[Bucket]:
-        """Buckets: one per existing file group touched, then inserts into small files, then new file groups."""
+        """Buckets: one per existing file group touched, then inserts into small files, then new file groups.
+
+        Merge-on-read (as Hudi's ``SparkUpsertDeltaCommitPartitioner`` with an index that cannot index log files):
+        the touched file groups get an append bucket (a new log file), except the small files picked for inserts
+        (:meth:`small_files`), whose base file is rewritten with the inserts and the updates routed to them."""
         job, cfg = self.job, self.cfg
         buckets: list[Bucket] = []
         by_fg: dict[tuple[str, str], Bucket] = {}
         slices = {(fs.partition, fs.file_id): fs for fs in job.view.latest_file_slices()}
-
-        def update_bucket(part: str, fid: str) -> Bucket:
-            if (part, fid) not in by_fg:
-                fs = slices[(part, fid)]
-                assert fs.base_file is not None
-                b = Bucket(len(buckets), UPDATE, part, fid, fs.base_file.file_name, fs.base_instant)
-                buckets.append(b)
-                by_fg[(part, fid)] = b
-            return by_fg[(part, fid)]
-
         inserts: dict[str, int] = defaultdict(int)
         for part, fid, n in counts:
             if fid is None:
                 inserts[part] += n
-            else:
+        small_files = {p: self.small_files(p) for p in inserts} if self.fills_small_files else {}
+        rewritten = {(f.partition, f.file_id) for files in small_files.values() for f in files}
+
+        def update_bucket(part: str, fid: str) -> Bucket:
+            if (part, fid) not in by_fg:
+                fs = slices[(part, fid)]
+                if job.merge_on_read and (part, fid) not in rewritten:
+                    b = Bucket(len(buckets), APPEND, part, fid, None, fs.base_instant)
+                else:
+                    assert fs.base_file is not None
+                    b = Bucket(len(buckets), UPDATE, part, fid, fs.base_file.file_name, fs.base_instant)
+                buckets.append(b)
+                by_fg[(part, fid)] = b
+            return by_fg[(part, fid)]
+
+        for part, fid, n in counts:
+            if fid is not None:
                 update_bucket(part, fid)
         avg = self.average_record_size()
         per_file = max(1, cfg.max_file_size // avg) if cfg.insert_auto_split else cfg.insert_split_size
@@ -282,8 +297,7 @@ class WriteProducer:
             targets: list[tuple[Bucket, int]] = []
             remaining = n
             if self.fills_small_files:
-                small = [f for f in job.view.latest_base_files(part) if f.size < cfg.small_file_limit]
-                for fs in sorted(small, key=lambda f: f.size):
+                for fs in small_files[part]:
                     cap = (cfg.max_file_size - fs.size) // avg
                     if cap <= 0 or remaining <= 0:
                         continue
@@ -302,6 +316,19 @@ class WriteProducer:
                 self.insert_ranges.append((part, lo, hi, b.id))
                 lo = hi
         return buckets
+
+    def small_files(self, partition: str) -> list[BaseFile]:
+        """The base files of ``partition`` that receive inserts first, smallest first: every latest base file below
+        ``hoodie.parquet.small.file.limit``; in a merge-on-read table only those of latest file slices without log
+        files, at most ``hoodie.merge.small.file.group.candidates.limit`` of them (Hudi's MOR candidates)."""
+        cfg, view = self.cfg, self.job.view
+        if not self.job.merge_on_read:
+            return sorted((f for f in view.latest_base_files(partition) if f.size < cfg.small_file_limit),
+                          key=lambda f: f.size)
+        limit = C.int_option(cfg.options, C.SMALL_FILE_GROUP_CANDIDATES)
+        files = [fs.base_file for fs in view.latest_file_slices(partition)
+                 if fs.base_file is not None and not fs.log_files and fs.base_file.size < cfg.small_file_limit]
+        return sorted(files, key=lambda f: f.size)[:limit]
 
     def new_file_id(self) -> str:
         """The id of a new file group (see :attr:`numbered_file_ids`)."""
@@ -323,6 +350,8 @@ class WriteProducer:
             nbytes = nrec = 0
             for stats in (md.get("partitionToWriteStats") or {}).values():
                 for s in stats:
+                    if posixpath.basename(s.get("path") or "").startswith("."):
+                        continue  # a log file's records are not sized as base-file records
                     nbytes += s.get("totalWriteBytes") or 0
                     nrec += s.get("numWrites") or 0
             if nbytes > 0 and nrec > 0:
@@ -337,7 +366,7 @@ class WriteProducer:
         if not buckets:
             return []
         spark = job.spark
-        upd = [(b.partition, b.file_id, b.id) for b in buckets if b.kind == UPDATE]
+        upd = [(b.partition, b.file_id, b.id) for b in buckets if b.kind != INSERT]
         parts: list[DataFrame] = []
         base = tagged
         if upd:
@@ -373,6 +402,7 @@ class WriteProducer:
             buckets={b.id: b for b in buckets},
             sort_by_key=self.sort_by_key,
             fault=faults.spec(self.cfg.options),
+            log_schema=log_schema_json(job.data_schema, job.table_name) if job.merge_on_read else None,
         )
 
         def run(t: pa.Table) -> pa.Table:
