@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import posixpath
 import time
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -47,6 +48,9 @@ from pyhudi.table import filenames, markers
 from pyhudi.table.base_file import with_meta_columns
 from pyhudi.table.schema import META_COLUMNS, RECORD_KEY_COL, arrow_to_avro, record_name, without_meta
 from pyhudi.write.status import status_row
+
+if TYPE_CHECKING:
+    from pyhudi.write.executor import Bucket, WriteContext
 
 APPEND = "append"
 #: fault point (tests): the log file is left torn (half its bytes) and the task fails, as a crash mid-append
@@ -92,7 +96,7 @@ def log_blocks(
     return blocks
 
 
-def append_bucket(ctx, bucket, incoming: pa.Table) -> pa.Table:  # type: ignore[no-untyped-def]
+def append_bucket(ctx: WriteContext, bucket: Bucket, incoming: pa.Table) -> pa.Table:
     """Append the records of ``incoming`` (all routed to ``bucket``, an existing file group) as a new log file;
     returns its WriteStatus (one row). ``ctx`` is the write's :class:`~pyhudi.write.executor.WriteContext`."""
     from pyhudi.write.executor import OP_COL, OP_DELETE, _align
@@ -112,7 +116,7 @@ def append_bucket(ctx, bucket, incoming: pa.Table) -> pa.Table:  # type: ignore[
     assert ctx.log_schema is not None
     blob = b"".join(log_blocks(ctx.instant, ctx.log_schema, bucket.partition, updates, del_keys.to_pylist()))
     filenames.write_partition_metadata(ctx.storage, ctx.base_path, bucket.partition, ctx.instant)
-    name, version = _write_new_log_file(ctx, bucket, token, blob)
+    name = _write_new_log_file(ctx, bucket, token, blob)
     faults.at("after_write", ctx.fault or "")
     rel = posixpath.join(bucket.partition, name) if bucket.partition else name
     return status_row(
@@ -135,9 +139,9 @@ def append_bucket(ctx, bucket, incoming: pa.Table) -> pa.Table:  # type: ignore[
     )
 
 
-def _write_new_log_file(ctx, bucket, token: str, blob: bytes) -> tuple[str, int]:  # type: ignore[no-untyped-def]
+def _write_new_log_file(ctx: WriteContext, bucket: Bucket, token: str, blob: bytes) -> str:
     """Create ``.<fileId>_<instant>.log.<v>_<token>`` with ``blob``, v = 1 or the next free version (its marker
-    first); returns (file name, version)."""
+    first); returns its file name."""
     folder = posixpath.join(ctx.base_path, bucket.partition) if bucket.partition else ctx.base_path
     for version in range(1, _MAX_ROLLOVERS + 1):
         name = filenames.make_log_file_name(bucket.file_id, ctx.instant, version, token)
@@ -155,5 +159,5 @@ def _write_new_log_file(ctx, bucket, token: str, blob: bytes) -> tuple[str, int]
             if ctx.storage.exists(path):  # created meanwhile: roll over to the next version
                 continue
             raise
-        return name, version
+        return name
     raise StorageError(f"{folder}: no free log file version for file group {bucket.file_id} at {ctx.instant}")

@@ -28,6 +28,7 @@ from pyhudi.spark.errors import task_errors
 from pyhudi.spark.partitioning import ROUTE_COL
 from pyhudi.table.commit_metadata import commit_metadata, write_stat
 from pyhudi.table.filenames import make_file_id, new_file_id_prefix
+from pyhudi.table.fsview import BaseFile
 from pyhudi.table.keygen import KeyGenerator
 from pyhudi.table.partition_path import check_partition_path
 from pyhudi.table.schema import (
@@ -37,7 +38,6 @@ from pyhudi.table.schema import (
     RECORD_KEY_COL,
     avro_schema_json,
 )
-from pyhudi.table.fsview import BaseFile
 from pyhudi.table.timeline import COMMIT, DELTA_COMMIT, REPLACE_COMMIT
 from pyhudi.write.append import APPEND, log_schema_json
 from pyhudi.write.context import WriteJob
@@ -287,7 +287,7 @@ class WriteProducer:
                 by_fg[(part, fid)] = b
             return by_fg[(part, fid)]
 
-        for part, fid, n in counts:
+        for part, fid, _ in counts:
             if fid is not None:
                 update_bucket(part, fid)
         avg = self.average_record_size()

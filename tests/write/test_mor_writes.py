@@ -1,0 +1,221 @@
+"""Merge-on-read writes (deltacommits): every step read back by pyhudi and by hudi-rs against a plain model, the
+record index checked against where hudi-rs finds each row, ``pyhudi validate`` ok; the files as Hudi 1.1 writes
+them (log file names, blocks, write stats, markers); failed appends rolled back; writes into the Java-written MOR
+fixtures; what stays refused."""
+
+from __future__ import annotations
+
+import copy
+import re
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from pyhudi.errors import UnsupportedTableError
+from pyhudi.io.logfile import BlockType, HeaderKey, OrderingType, read_log_blocks
+from pyhudi.metadata.validate import validate_table
+from pyhudi.table import markers
+from pyhudi.table.table import Table
+from pyhudi.write.append import TORN_APPEND
+from pyhudi.write.producer import FAULT_OPTION
+from tests.support.fixtures import unzip_table
+from tests.support.mor_tables import LOCAL
+from tests.write.robust_helpers import OPTS, SCHEMA, apply, expected, rows, table_rows, to_arrow
+
+hudi = pytest.importorskip("hudi")
+pytestmark = pytest.mark.spark
+
+MOR_OPTS = {**OPTS, "hoodie.datasource.write.table.type": "MERGE_ON_READ"}
+LOG_RE = re.compile(r"^\.(?P<fid>[0-9a-f-]+-\d+)_(?P<instant>\d{17})\.log\.(?P<v>\d+)_(?P<token>\d+-\d+-\d+)$")
+
+
+def rs_read(base: str, as_of: str | None = None) -> pa.Table:
+    opts = hudi.HudiReadOptions() if as_of is None else hudi.HudiReadOptions().with_as_of_timestamp(as_of)
+    batches = list(hudi.HudiTableBuilder.from_base_uri(base).build().read(opts))
+    return pa.Table.from_batches(batches) if batches else pa.table({})
+
+
+def log_files(base: str) -> list[Path]:
+    return sorted(p for p in Path(base).rglob(".*.log.*") if ".hoodie" not in p.parts)
+
+
+def check_step(base: str, model: dict[str, dict[str, Any]]) -> None:
+    """pyhudi and hudi-rs read the model; validate ok; every record-index lookup names the file group hudi-rs
+    reads the row from."""
+    t = Table.open(base)
+    assert table_rows(t.to_arrow()) == expected(model), "pyhudi snapshot"
+    rs = rs_read(base)
+    assert table_rows(rs) == expected(model), "hudi-rs snapshot"
+    rep = validate_table(t)
+    assert rep.ok, rep.to_dict()
+    if rs.num_rows:
+        where = dict(zip(rs.column("_hoodie_record_key").to_pylist(),
+                         zip(rs.column("_hoodie_partition_path").to_pylist(),
+                             [f.split("_")[0] for f in rs.column("_hoodie_file_name").to_pylist()], strict=True),
+                         strict=True))
+        found = t.lookup(list(where))
+        got = dict(zip(found.column("key").to_pylist(),
+                       zip(found.column("partition").to_pylist(), found.column("file_id").to_pylist(), strict=True),
+                       strict=True))
+        assert got == where
+
+
+def test_mor_writes_match_the_model_hudi_rs_and_the_record_index(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    base = str(tmp_path / "t")
+    Table.create(base, SCHEMA, MOR_OPTS)
+    assert Table.open(base).config.table_type == "MERGE_ON_READ"
+    model: dict[str, dict[str, Any]] = {}
+    history: list[tuple[str, dict[str, dict[str, Any]]]] = []
+    steps = [
+        ("insert", rows(range(10))),
+        ("upsert", rows(range(5, 15), ts=2, v=0.5)),  # small base files without logs take updates and inserts
+        ("upsert", rows(range(0, 4), ts=3, v=0.25)),  # updates only: log files
+        ("delete", rows([1, 6, 12])),
+        ("upsert", rows([6, 7, 20], ts=4, v=0.75)),  # 6 was deleted: a new base file; 7 to a log; 20 new
+        ("upsert", rows([7], ts=1, v=9.0)),  # an older ordering value: the stored record stays
+        ("bulk_insert", rows(range(30, 34), ts=5)),
+    ]
+    for op, batch in steps:
+        res = Table.open(base).write(spark.createDataFrame(to_arrow(batch)), op, MOR_OPTS)
+        apply(model, op, batch)
+        history.append((res.instant, copy.deepcopy(model)))
+        check_step(base, model)
+        inst = Table.open(base).timeline().completed().get(res.instant)
+        assert inst is not None and inst.action == "deltacommit", (op, inst)
+        assert not Path(markers.marker_dir(base, res.instant)).exists()
+
+    t = Table.open(base)
+    for instant, snap in history:  # time travel, both readers
+        done = t.timeline().completed().get(instant)
+        assert done is not None and done.completion_time is not None
+        assert table_rows(rs_read(base, done.completion_time)) == expected(snap), instant
+        assert table_rows(t.to_arrow(as_of=instant)) == expected(snap), instant
+
+    # the files and the commit metadata, as Hudi 1.1 writes them
+    logs = log_files(base)
+    assert logs
+    tl = t.timeline()
+    stats = {}
+    for inst in tl.completed():
+        for part, ss in tl.read_commit_metadata(inst)["partitionToWriteStats"].items():
+            for s in ss:
+                stats[s["path"]] = (inst.requested_time, part, s)
+    for p in logs:
+        m = LOG_RE.match(p.name)
+        assert m is not None and m.group("v") == "1", p.name
+        rel = str(p.relative_to(base))
+        instant, part, s = stats[rel]
+        assert m.group("instant") == instant and part == p.parent.name
+        assert s["prevCommit"] == instant and s["baseFile"] == "" and s["logFiles"] == [p.name]
+        assert s["logVersion"] == 1 and s["logOffset"] == 0 and s["fileSizeInBytes"] == p.stat().st_size
+        assert s["fileId"] == m.group("fid") and s["numInserts"] == 0
+        blocks = read_log_blocks(LOCAL, str(p))
+        assert [b.block_type for b in blocks] in (
+            [BlockType.AVRO_DATA], [BlockType.DELETE], [BlockType.AVRO_DATA, BlockType.DELETE])
+        for b in blocks:
+            assert set(b.header) == {HeaderKey.INSTANT_TIME, HeaderKey.SCHEMA} and b.instant_time == instant
+            if b.block_type == BlockType.DELETE:
+                recs = b.delete_records()
+                assert len(recs) == s["numDeletes"]
+                assert all(r.ordering_type == OrderingType.INT and r.ordering_value == 0 for r in recs)
+                assert all(r.partition_path == part for r in recs)
+            else:
+                data = b.records()
+                assert data.num_rows == s["numUpdateWrites"] == s["numWrites"]
+                assert set(data.column("_hoodie_file_name").to_pylist()) == {m.group("fid")}
+                assert set(data.column("_hoodie_commit_time").to_pylist()) == {instant}
+                assert all(q.startswith(f"{instant}_") for q in data.column("_hoodie_commit_seqno").to_pylist())
+
+
+def _assert_rolled_back(base: str, failed: str) -> None:
+    t = Table.open(base)
+    assert t.timeline().get(failed) is None
+    assert not [p for p in log_files(base) if f"_{failed}.log." in p.name]
+    assert not [p for p in Path(base).rglob(f"*_{failed}.parquet") if ".hoodie" not in p.parts]
+    mdt = Path(base) / ".hoodie" / "metadata"
+    assert not [p for p in mdt.rglob(f"*{failed}*") if ".hoodie" not in p.relative_to(mdt).parts]
+    assert not Path(markers.marker_dir(base, failed)).exists()
+
+
+def test_failed_deltacommits_are_rolled_back(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A write that dies in its append task (after the log file, or leaving it torn) or after the metadata
+    table's deltacommit (record index included) is invisible to both readers; the next write rolls it back: its
+    log and base files, its metadata-table deltacommit and its markers go."""
+    base = str(tmp_path / "t")
+    Table.create(base, SCHEMA, MOR_OPTS)
+    model: dict[str, dict[str, Any]] = {}
+    for op, batch in (("insert", rows(range(12))), ("upsert", rows(range(0, 12, 3), ts=2, v=0.5))):
+        Table.open(base).write(spark.createDataFrame(to_arrow(batch)), op, MOR_OPTS)
+        apply(model, op, batch)
+    check_step(base, model)
+    for i, fault in enumerate(["after_write", TORN_APPEND, "before_data_commit"]):
+        failing = rows([1, 2, 40 + i], ts=10 + i, v=0.1)  # updates (logs) and an insert (a base file)
+        deleting = rows([4, 5])
+        op, batch = ("upsert", failing) if i != 1 else ("delete", deleting)
+        with pytest.raises(Exception, match="injected fault"):
+            Table.open(base).write(spark.createDataFrame(to_arrow(batch)), op, {**MOR_OPTS, FAULT_OPTION: fault})
+        pending = [x.requested_time for x in Table.open(base).timeline() if not x.is_completed]
+        assert len(pending) == 1, (fault, pending)
+        assert table_rows(rs_read(base)) == expected(model), fault
+        assert table_rows(Table.open(base).to_arrow()) == expected(model), fault
+        nxt = rows([2, 3, 60 + i], ts=20 + i, v=0.3)
+        Table.open(base).write(spark.createDataFrame(to_arrow(nxt)), "upsert", MOR_OPTS)
+        apply(model, "upsert", nxt)
+        _assert_rolled_back(base, pending[0])
+        check_step(base, model)
+
+
+@pytest.mark.parametrize("zip_name", ["mor_v9_txns_simple_meta.zip", "mor_v9_nonpartitioned_rollback.zip"])
+def test_upserts_and_deletes_into_java_mor_tables(spark, tmp_path: Path, zip_name: str) -> None:  # type: ignore[no-untyped-def]
+    """Copies of the Java-written MOR tables: hudi-rs and pyhudi read exactly the rows before, with the updates
+    and deletes applied (keys stored once; the rollback fixture also holds a key inserted twice, left alone)."""
+    base = str(unzip_table(zip_name, tmp_path))
+    t = Table.open(base)
+    key, ts = t.config.record_key_fields[0], t.config.ordering_fields[0]
+    before = rs_read(base)
+    meta = [c for c in before.column_names if c.startswith("_hoodie_")]
+    data = before.drop_columns(meta).sort_by(key)
+    counts: dict[str, int] = {}
+    for k in data.column(key).to_pylist():
+        counts[k] = counts.get(k, 0) + 1
+    unique = data.filter(pa.array([counts[k] == 1 for k in data.column(key).to_pylist()]))
+    upd = unique.slice(0, 2)
+    upd = upd.set_column(upd.schema.get_field_index(ts), ts, pa.compute.add(upd.column(ts), 1000))
+    gone = unique.slice(2, 1)
+    t.write(spark.createDataFrame(upd), "upsert", {})
+    Table.open(base).write(spark.createDataFrame(gone), "delete", {})
+
+    changed = set(upd.column(key).to_pylist()) | set(gone.column(key).to_pylist())
+    want = [r for r in data.to_pylist() if r[key] not in changed] + upd.to_pylist()
+
+    def rows_of(x: pa.Table) -> list[str]:
+        return sorted(map(repr, x.drop_columns([c for c in x.column_names if c.startswith("_hoodie_")]).to_pylist()))
+
+    assert rows_of(rs_read(base)) == sorted(map(repr, want))
+    assert rows_of(Table.open(base).to_arrow()) == sorted(map(repr, want))
+    rep = validate_table(Table.open(base))
+    assert rep.ok, rep.to_dict()
+
+
+def test_mor_writes_pyhudi_does_not_make_exactly_are_refused(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    base = str(tmp_path / "t")
+    Table.create(base, SCHEMA, MOR_OPTS)
+    Table.open(base).write(spark.createDataFrame(to_arrow(rows(range(4)))), "insert", MOR_OPTS)
+    files = sorted(str(p) for p in Path(base).rglob("*"))
+    df = spark.createDataFrame(to_arrow(rows(range(2), ts=2)))
+    refused = [
+        ("insert_overwrite", {}, "for a write \\(insert_overwrite\\)"),
+        ("insert_overwrite_table", {}, "for a write \\(insert_overwrite_table\\)"),
+        ("upsert", {"hoodie.index.type": "GLOBAL_SIMPLE"}, "hoodie.index.type=GLOBAL_SIMPLE"),
+        ("upsert", {"hoodie.index.type": "SIMPLE"}, "into a table with a record index"),
+        ("upsert", {"hoodie.record.index.update.partition.path": "true"}, "moving keys between partitions"),
+        ("upsert", {"hoodie.compact.inline": "true"}, "compaction of merge-on-read tables is not implemented"),
+    ]
+    for op, extra, msg in refused:
+        with pytest.raises(Exception, match=msg):
+            Table.open(base).write(df, op, {**MOR_OPTS, **extra})
+    with pytest.raises(UnsupportedTableError, match="building the record index"):
+        Table.open(base).build_record_index()
+    assert sorted(str(p) for p in Path(base).rglob("*")) == files
