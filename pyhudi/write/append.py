@@ -27,10 +27,9 @@ from __future__ import annotations
 import json
 import posixpath
 import time
-from typing import TYPE_CHECKING
+from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from pyhudi import faults
 from pyhudi.errors import StorageError
@@ -46,11 +45,8 @@ from pyhudi.io.logfile import (
 from pyhudi.spark.task import task_ids
 from pyhudi.table import filenames, markers
 from pyhudi.table.base_file import with_meta_columns
-from pyhudi.table.schema import META_COLUMNS, RECORD_KEY_COL, arrow_to_avro, record_name, without_meta
+from pyhudi.table.schema import META_COLUMNS, arrow_to_avro, record_name, without_meta
 from pyhudi.write.status import status_row
-
-if TYPE_CHECKING:
-    from pyhudi.write.executor import Bucket, WriteContext
 
 APPEND = "append"
 #: fault point (tests): the log file is left torn (half its bytes) and the task fails, as a crash mid-append
@@ -96,25 +92,20 @@ def log_blocks(
     return blocks
 
 
-def append_bucket(ctx: WriteContext, bucket: Bucket, incoming: pa.Table) -> pa.Table:
-    """Append the records of ``incoming`` (all routed to ``bucket``, an existing file group) as a new log file;
-    returns its WriteStatus (one row). ``ctx`` is the write's :class:`~pyhudi.write.executor.WriteContext`."""
-    from pyhudi.write.executor import OP_COL, OP_DELETE, _align
-
-    t0 = time.monotonic()
+def append_bucket(
+    ctx: Any, bucket: Any, updates: pa.Table, update_keys: pa.Array, deleted_keys: pa.Array, t0: float
+) -> pa.Table:
+    """Append ``updates`` (the file group's updated records, aligned to the table's columns, keys
+    ``update_keys``) and ``deleted_keys`` to a new log file of ``bucket`` (an existing file group); returns its
+    WriteStatus (one row). ``ctx``: the write's :class:`~pyhudi.write.executor.WriteContext`."""
     part_id, token = task_ids()
-    ops = incoming.column(OP_COL).combine_chunks()
-    keys = incoming.column(RECORD_KEY_COL).combine_chunks()
-    is_del = pc.fill_null(pc.equal(ops, OP_DELETE), False)
-    up_keys = keys.filter(pc.invert(is_del))
-    del_keys = keys.filter(is_del)
-    updates = None
-    if len(up_keys):
-        data = _align(incoming.filter(pc.invert(is_del)), ctx.data_schema)
-        updates = with_meta_columns(data, instant_time=ctx.instant, file_name=bucket.file_id,
-                                    partition_path=bucket.partition, record_keys=up_keys, task_partition_id=part_id)
+    with_meta = None
+    if len(update_keys):
+        with_meta = with_meta_columns(updates, instant_time=ctx.instant, file_name=bucket.file_id,
+                                      partition_path=bucket.partition, record_keys=update_keys,
+                                      task_partition_id=part_id)
     assert ctx.log_schema is not None
-    blob = b"".join(log_blocks(ctx.instant, ctx.log_schema, bucket.partition, updates, del_keys.to_pylist()))
+    blob = b"".join(log_blocks(ctx.instant, ctx.log_schema, bucket.partition, with_meta, deleted_keys.to_pylist()))
     filenames.write_partition_metadata(ctx.storage, ctx.base_path, bucket.partition, ctx.instant)
     name = _write_new_log_file(ctx, bucket, token, blob)
     faults.at("after_write", ctx.fault or "")
@@ -125,21 +116,21 @@ def append_bucket(ctx: WriteContext, bucket: Bucket, incoming: pa.Table) -> pa.T
         path=rel,
         prev_commit=ctx.instant,
         prev_base_file=None,
-        num_writes=len(up_keys),
+        num_writes=len(update_keys),
         num_inserts=0,
-        num_updates=len(up_keys),
-        num_deletes=len(del_keys),
+        num_updates=len(update_keys),
+        num_deletes=len(deleted_keys),
         file_size=len(blob),
         min_key=None,
         max_key=None,
         runtime_ms=int((time.monotonic() - t0) * 1000),
         inserted_keys=[],
-        updated_keys=up_keys.to_pylist(),
-        deleted_keys=del_keys.to_pylist(),
+        updated_keys=update_keys.to_pylist(),
+        deleted_keys=deleted_keys.to_pylist(),
     )
 
 
-def _write_new_log_file(ctx: WriteContext, bucket: Bucket, token: str, blob: bytes) -> str:
+def _write_new_log_file(ctx: Any, bucket: Any, token: str, blob: bytes) -> str:
     """Create ``.<fileId>_<instant>.log.<v>_<token>`` with ``blob``, v = 1 or the next free version (its marker
     first); returns its file name."""
     folder = posixpath.join(ctx.base_path, bucket.partition) if bucket.partition else ctx.base_path

@@ -79,7 +79,11 @@ def write_bucket(ctx: WriteContext, incoming: pa.Table) -> pa.Table:
     t0 = time.monotonic()
     bucket = ctx.buckets[int(incoming.column(BUCKET_COL)[0].as_py())]
     if bucket.kind == APPEND:
-        return append_bucket(ctx, bucket, incoming)
+        is_del = pc.fill_null(pc.equal(incoming.column(OP_COL), OP_DELETE), False)
+        keys = incoming.column(RECORD_KEY_COL).combine_chunks()
+        ups = pc.invert(is_del)
+        return append_bucket(ctx, bucket, _align(incoming.filter(ups), ctx.data_schema), keys.filter(ups),
+                             keys.filter(is_del), t0)
     part_id, token = task_ids()
     file_name = filenames.make_base_file_name(bucket.file_id, token, ctx.instant)
     rel_path = posixpath.join(bucket.partition, file_name) if bucket.partition else file_name
