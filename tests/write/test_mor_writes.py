@@ -170,7 +170,8 @@ def test_failed_deltacommits_are_rolled_back(spark, tmp_path: Path) -> None:  # 
 @pytest.mark.parametrize("zip_name", ["mor_v9_txns_simple_meta.zip", "mor_v9_nonpartitioned_rollback.zip"])
 def test_upserts_and_deletes_into_java_mor_tables(spark, tmp_path: Path, zip_name: str) -> None:  # type: ignore[no-untyped-def]
     """Copies of the Java-written MOR tables: hudi-rs and pyhudi read exactly the rows before, with the updates
-    and deletes applied (keys stored once; the rollback fixture also holds a key inserted twice, left alone)."""
+    and deletes applied (keys stored once; the rollback fixture also holds a key inserted twice, left alone), also
+    after cleaning removed the older file slices."""
     base = str(unzip_table(zip_name, tmp_path))
     t = Table.open(base)
     key, ts = t.config.record_key_fields[0], t.config.ordering_fields[0]
@@ -185,7 +186,12 @@ def test_upserts_and_deletes_into_java_mor_tables(spark, tmp_path: Path, zip_nam
     upd = upd.set_column(upd.schema.get_field_index(ts), ts, pa.compute.add(upd.column(ts), 1000))
     gone = unique.slice(2, 1)
     t.write(spark.createDataFrame(upd), "upsert", {})
-    Table.open(base).write(spark.createDataFrame(gone), "delete", {})
+    # cleaning with one commit retained removes the older file slices, base and log files (compacted, clustered)
+    n_files = len([p for p in Path(base).rglob("*") if p.is_file() and ".hoodie" not in p.parts])
+    Table.open(base).write(spark.createDataFrame(gone), "delete", {"hoodie.cleaner.commits.retained": "1"})
+    if "simple_meta" in zip_name:  # compacted and clustered file groups: older slices to clean
+        assert any(i.action == "clean" for i in Table.open(base).timeline().completed())
+        assert len([p for p in Path(base).rglob("*") if p.is_file() and ".hoodie" not in p.parts]) < n_files
 
     changed = set(upd.column(key).to_pylist()) | set(gone.column(key).to_pylist())
     want = [r for r in data.to_pylist() if r[key] not in changed] + upd.to_pylist()
