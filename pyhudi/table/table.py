@@ -35,6 +35,7 @@ from pyhudi.txn.transaction import (
     Concurrency,
     WriteTransaction,
     clean_table,
+    compact_table,
     resolve_options,
     rollback_write,
 )
@@ -236,6 +237,19 @@ class Table:
         ``hoodie.cleaner.commits.retained``). Returns the clean instant, None when nothing needed deleting."""
         try:
             return clean_table(self.storage, self.base_path, options)
+        finally:
+            self.refresh()
+
+    def compact(self, options: Mapping[str, str] | None = None, spark: SparkSession | None = None) -> list[Instant]:
+        """Merge-on-read tables: run again compactions that died, then compact every latest file slice with log
+        files into a new base file (a ``compaction`` completed as ``commit``). Returns the completed compaction
+        instants (empty: no slice had log files)."""
+        if spark is None:
+            from pyhudi.spark.session import get_spark
+
+            spark = get_spark()
+        try:
+            return compact_table(self.storage, self.base_path, spark, options)
         finally:
             self.refresh()
 

@@ -52,6 +52,12 @@ from pyhudi.metadata.record_index import record_index_updates
 from pyhudi.metadata.writer import MetadataWriter, mdt_enabled, mdt_max_delta_commits, rli_enabled
 from pyhudi.services.archive import archive, auto_archive_enabled
 from pyhudi.services.clean import clean as run_clean
+from pyhudi.services.compact import (
+    delete_attempt_files,
+    deltacommits_since_compaction,
+    execute_compaction,
+    schedule_compaction,
+)
 from pyhudi.services.rollback import (
     ROLLBACK_ACTIONS,
     RollbackResult,
@@ -256,7 +262,7 @@ class WriteTransaction:
         if batch_id is not None:
             self.checkpoint = StreamingCheckpoint(str(C.STREAMING_CHECKPOINT_IDENTIFIER.get(self.options)), batch_id)
             self.extra_metadata.update(self.checkpoint.extra_metadata())
-        began = self.begin()
+        began = self.begin(spark=df.sparkSession)
         if began is None:  # the streaming batch was committed before
             return self._skipped(operation, t0)
         timeline = began
@@ -316,13 +322,16 @@ class WriteTransaction:
         return last is not None and last[0] >= cp.batch_id
 
     # -- 1. begin ----------------------------------------------------------------------------------------------
-    def begin(self) -> ActiveTimeline | None:
-        """Deal with failed writes; returns the timeline the write is based on (None: the streaming batch was
-        committed before, nothing to do)."""
+    def begin(self, spark: Any = None) -> ActiveTimeline | None:
+        """Deal with failed writes (and, in a merge-on-read table, resume a compaction that died); returns the
+        timeline the write is based on (None: the streaming batch was committed before, nothing to do)."""
         with self.lock.held():
             tl = self.timeline()
             if self.concurrency.failed_writes == EAGER:
                 self._roll_back_failed_writes(tl, refuse_live=not self.concurrency.optimistic)
+                tl = tl.reload()
+            if spark is not None and self.config().is_mor and tl.by_action(COMPACTION).pending():
+                self.resume_compactions(spark, tl)
                 tl = tl.reload()
             if self._batch_committed(tl):
                 return None
@@ -470,6 +479,11 @@ class WriteTransaction:
         if self.concurrency.failed_writes == LAZY:
             with job.timed("rollback"), self.lock.held():
                 self._roll_back_failed_writes(self.timeline(), refuse_live=False)
+        if job.merge_on_read and compact_inline(self.options):
+            with job.timed("compaction"), self.lock.held():
+                tl = self.timeline()
+                if deltacommits_since_compaction(tl) >= C.int_option(self.options, C.COMPACT_INLINE_MAX_DELTA_COMMITS, 1):
+                    self.compact(job.spark, parallelism=job.parallelism)
         if wc.auto_clean:
             with job.timed("clean"), self.lock.held():
                 self.clean(wc.cleaner_commits_retained)
@@ -480,6 +494,51 @@ class WriteTransaction:
         if auto_archive_enabled(self.options) and not job.merge_on_read:  # MOR timelines are not archived yet
             with job.timed("archive"), self.lock.held():
                 archive(self.storage, self.base_path, self.config(), self.options)
+
+    # -- compaction (merge-on-read tables) ---------------------------------------------------------------------
+    def compact(self, spark: Any, *, parallelism: int = 0) -> Instant | None:
+        """Schedule and run a compaction of every latest file slice with log files; None when there is none. The
+        caller holds the lock."""
+        tl = self.timeline()
+        t = self.gen.next(floor=tl.latest_time())
+        view = table_view(self.storage, self.base_path, self.config(), tl)
+        if schedule_compaction(tl, view, t) is None:
+            return None
+        return self._run_compaction(spark, tl.reload(), t, parallelism)
+
+    def resume_compactions(self, spark: Any, tl: ActiveTimeline, parallelism: int = 0) -> list[Instant]:
+        """Run again every pending compaction (one that died): its files and metadata-table deltacommit go first.
+        The caller holds the lock."""
+        done = []
+        for inst in tl.by_action(COMPACTION).pending():
+            t = inst.requested_time
+            delete_attempt_files(self.storage, self.base_path, t)
+            writer = MetadataWriter(self.storage, self.base_path, self.config())
+            if writer.exists:
+                writer.rollback(t, completed=True)
+            done.append(self._run_compaction(spark, tl.reload(), t, parallelism))
+        return done
+
+    def _run_compaction(self, spark: Any, tl: ActiveTimeline, t: str, parallelism: int) -> Instant:
+        from pyhudi.table.table import Table
+
+        cfg = self.config()
+        wc_opts = {k: v for k, v in self.options.items() if k in C.BASE_FILE_OPTIONS}
+        codec = str(self.options.get(C.PARQUET_COMPRESSION, C.DEFAULTS[C.PARQUET_COMPRESSION])).strip().lower()
+        writer = MetadataWriter(self.storage, self.base_path, cfg)
+
+        def on_commit(instant: str, metadata: dict[str, Any]) -> None:
+            if writer.exists:
+                writer.data_config = self.config()
+                writer.apply_commit(instant, metadata)
+
+        return execute_compaction(
+            spark, self.storage, self.base_path, Table(self.storage, self.base_path, cfg), tl, t,
+            parquet_options={**wc_opts, C.PARQUET_COMPRESSION: codec},
+            parallelism=parallelism or max(2, spark.sparkContext.defaultParallelism),
+            on_commit=on_commit, completion_time=lambda now: self.gen.next(floor=now.latest_time()),
+            fault=self.fault_spec,
+        )
 
     def clean(self, retained: int) -> Instant | None:
         """Clean with KEEP_LATEST_COMMITS (the metadata table records the deletions first); the caller holds the
@@ -507,7 +566,7 @@ def _check_mor_write(base_path: str, config: TableConfig, wc: C.WriteConfig, opt
             base_path, f"moving keys between partitions ({C.RECORD_INDEX_UPDATE_PARTITION_PATH}=true)"))
     if not has_rli and rli_enabled(options) and timeline.completed_commits():
         raise UnsupportedTableError(mor_refusal(base_path, "building the record index"))
-    pending = [i for i in timeline.pending() if i.action in (COMPACTION, LOG_COMPACTION, CLUSTERING)]
+    pending = [i for i in timeline.pending() if i.action in (LOG_COMPACTION, CLUSTERING)]
     if pending:
         raise UnsupportedTableError(mor_refusal(base_path, f"a write while the {pending[0].action} "
                                                            f"{pending[0].requested_time} is pending"))
@@ -524,6 +583,32 @@ def clean_table(storage: Storage, base_path: str, options: Mapping[str, str] | N
     with tx.lock.held():
         tx._roll_back_failed_writes(tx.timeline(), refuse_live=False)
         return tx.clean(C.int_option(opts, C.CLEANER_COMMITS_RETAINED, 1))
+
+
+def compact_inline(options: Mapping[str, str]) -> bool:
+    """``hoodie.compact.inline``; unset: true (the table is merge-on-read)."""
+    return C.COMPACT_INLINE.get(options) is None or C.bool_option(options, C.COMPACT_INLINE)
+
+
+def compact_table(storage: Storage, base_path: str, spark: Any, options: Mapping[str, str] | None = None
+                  ) -> list[Instant]:
+    """``pyhudi compact``: under the table lock when the concurrency mode needs one, roll back failed writes, run
+    again compactions that died, then compact every latest file slice with log files. Returns the completed
+    compaction instants (empty: nothing to compact)."""
+    opts = {k: str(v) for k, v in (options or {}).items()}
+    tx = WriteTransaction(storage, base_path, opts)
+    cfg = tx.config()
+    check_writable(tx.base_path, cfg, "compaction", mor_supported=True)
+    if not cfg.is_mor:
+        raise PyHudiError(f"{base_path} is a {cfg.table_type} table: only merge-on-read tables are compacted")
+    C.check_honoured(opts)
+    with tx.lock.held():
+        tl = tx.timeline()
+        if tx.concurrency.failed_writes == EAGER:
+            tx._roll_back_failed_writes(tl, refuse_live=not tx.concurrency.optimistic)
+        done = tx.resume_compactions(spark, tx.timeline())
+        new = tx.compact(spark)
+        return [*done, *([new] if new is not None else [])]
 
 
 def rollback_write(

@@ -71,10 +71,10 @@ def test_mor_writes_match_the_model_hudi_rs_and_the_record_index(spark, tmp_path
     steps = [
         ("insert", rows(range(10))),
         ("upsert", rows(range(5, 15), ts=2, v=0.5)),  # small base files without logs take updates and inserts
-        ("upsert", rows(range(0, 4), ts=3, v=0.25)),  # updates only: log files
+        # updates only: log files; k008 with an older ordering value than stored: the stored record stays
+        ("upsert", rows(range(0, 4), ts=3, v=0.25) + rows([8], ts=1, v=9.0)),
         ("delete", rows([1, 6, 12])),
         ("upsert", rows([6, 7, 20], ts=4, v=0.75)),  # 6 was deleted: a new base file; 7 to a log; 20 new
-        ("upsert", rows([7], ts=1, v=9.0)),  # an older ordering value: the stored record stays
         ("bulk_insert", rows(range(30, 34), ts=5)),
     ]
     for op, batch in steps:
@@ -140,9 +140,9 @@ def _assert_rolled_back(base: str, failed: str) -> None:
 
 
 def test_failed_deltacommits_are_rolled_back(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    """A write that dies in its append task (after the log file, or leaving it torn) or after the metadata
-    table's deltacommit (record index included) is invisible to both readers; the next write rolls it back: its
-    log and base files, its metadata-table deltacommit and its markers go."""
+    """A write that dies in its append task (leaving its log file torn) or after the metadata table's deltacommit
+    (record index included) is invisible to both readers; the next write rolls it back: its log and base files,
+    its metadata-table deltacommit and its markers go."""
     base = str(tmp_path / "t")
     Table.create(base, SCHEMA, MOR_OPTS)
     model: dict[str, dict[str, Any]] = {}
@@ -150,10 +150,9 @@ def test_failed_deltacommits_are_rolled_back(spark, tmp_path: Path) -> None:  # 
         Table.open(base).write(spark.createDataFrame(to_arrow(batch)), op, MOR_OPTS)
         apply(model, op, batch)
     check_step(base, model)
-    for i, fault in enumerate(["after_write", TORN_APPEND, "before_data_commit"]):
+    for i, fault in enumerate([TORN_APPEND, "before_data_commit"]):
         failing = rows([1, 2, 40 + i], ts=10 + i, v=0.1)  # updates (logs) and an insert (a base file)
-        deleting = rows([4, 5])
-        op, batch = ("upsert", failing) if i != 1 else ("delete", deleting)
+        op, batch = ("delete", rows([4, 5])) if fault == TORN_APPEND else ("upsert", failing)
         with pytest.raises(Exception, match="injected fault"):
             Table.open(base).write(spark.createDataFrame(to_arrow(batch)), op, {**MOR_OPTS, FAULT_OPTION: fault})
         pending = [x.requested_time for x in Table.open(base).timeline() if not x.is_completed]
