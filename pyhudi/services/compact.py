@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from pyhudi.read.slice_reader import ReadSpec
+    from pyhudi.table.properties import TableConfig
 
 COMPACTION_PLAN_VERSION = 2
 _MB = 1024.0 * 1024.0
@@ -159,7 +160,7 @@ def execute_compaction(
     spark: SparkSession,
     storage: Storage,
     base_path: str,
-    table: Any,
+    config: TableConfig,
     timeline: ActiveTimeline,
     instant: str,
     *,
@@ -169,9 +170,9 @@ def execute_compaction(
     completion_time: Any = None,
     fault: str | None = None,
 ) -> Instant:
-    """Run the requested compaction ``instant`` and complete it (see the module docstring). ``table``: a
-    :class:`~pyhudi.table.table.Table` of the data table; ``on_commit(instant, metadata)`` applies the metadata
-    table's deltacommit before the instant completes; ``completion_time(timeline)`` gives its completion time."""
+    """Run the requested compaction ``instant`` and complete it (see the module docstring). ``config``: the data
+    table's properties; ``on_commit(instant, metadata)`` applies the metadata table's deltacommit before the
+    instant completes; ``completion_time(timeline)`` gives its completion time."""
     from pyspark.sql.pandas.types import from_arrow_schema
 
     from pyhudi.read import plan as read_plan
@@ -184,6 +185,7 @@ def execute_compaction(
                 else timeline.transition_to_inflight(requested, None))
     ops = plan.get("operations") or []
     # the log blocks of the deltacommits completed when the compaction was planned (all before it)
+    table = read_plan.TableFiles(storage, base_path, config)
     spec = read_plan._spec(table, timeline)
     rows = [(json.dumps(op),) for op in ops]
     stats: list[dict[str, Any]] = []
@@ -196,7 +198,7 @@ def execute_compaction(
     by_part: dict[str, list[dict[str, Any]]] = {}
     for s in sorted(stats, key=lambda s: (s["partitionPath"], s["fileId"])):
         by_part.setdefault(s["partitionPath"], []).append(s)
-    metadata = commit_metadata(by_part, "COMPACT", schema=avro_schema_json(table.schema(), table.name),
+    metadata = commit_metadata(by_part, "COMPACT", schema=avro_schema_json(table.schema(), config.table_name),
                                compacted=True)
     if on_commit is not None:
         on_commit(instant, metadata)

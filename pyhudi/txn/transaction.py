@@ -520,8 +520,6 @@ class WriteTransaction:
         return done
 
     def _run_compaction(self, spark: Any, tl: ActiveTimeline, t: str, parallelism: int) -> Instant:
-        from pyhudi.table.table import Table
-
         cfg = self.config()
         wc_opts = {k: v for k, v in self.options.items() if k in C.BASE_FILE_OPTIONS}
         codec = str(self.options.get(C.PARQUET_COMPRESSION, C.DEFAULTS[C.PARQUET_COMPRESSION])).strip().lower()
@@ -533,7 +531,7 @@ class WriteTransaction:
                 writer.apply_commit(instant, metadata)
 
         return execute_compaction(
-            spark, self.storage, self.base_path, Table(self.storage, self.base_path, cfg), tl, t,
+            spark, self.storage, self.base_path, cfg, tl, t,
             parquet_options={**wc_opts, C.PARQUET_COMPRESSION: codec},
             parallelism=parallelism or max(2, spark.sparkContext.defaultParallelism),
             on_commit=on_commit, completion_time=lambda now: self.gen.next(floor=now.latest_time()),

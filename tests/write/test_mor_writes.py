@@ -87,6 +87,15 @@ def test_mor_writes_match_the_model_hudi_rs_and_the_record_index(spark, tmp_path
         assert not Path(markers.marker_dir(base, res.instant)).exists()
 
     t = Table.open(base)
+    # inline compaction after the fifth deltacommit (hoodie.compact.inline.max.delta.commits): base files named
+    # with the compaction instant, completed as a commit
+    tl = t.timeline()
+    compactions = [i for i in tl.completed() if i.action == "commit"]
+    assert len(compactions) == 1 and tl.read_plan("compaction", compactions[0].requested_time)["version"] == 2
+    md = tl.read_commit_metadata(compactions[0])
+    assert md["operationType"] == "COMPACT" and md["compacted"] is True
+    for s in (s for ss in md["partitionToWriteStats"].values() for s in ss):
+        assert s["path"].endswith(f"_{compactions[0].requested_time}.parquet") and s["prevBaseFile"]
     for instant, snap in history:  # time travel, both readers
         done = t.timeline().completed().get(instant)
         assert done is not None and done.completion_time is not None
@@ -166,6 +175,48 @@ def test_failed_deltacommits_are_rolled_back(spark, tmp_path: Path) -> None:  # 
         check_step(base, model)
 
 
+def test_compaction_inline_resumed_after_a_crash_and_on_demand(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Inline compaction (every 2 deltacommits here) dies before completing: the write it followed is committed,
+    readers read the model; the next write runs the compaction again first. ``pyhudi compact`` compacts what
+    is left."""
+    from click.testing import CliRunner
+
+    from pyhudi.cli.main import main as cli_main
+
+    base = str(tmp_path / "t")
+    opts = {**MOR_OPTS, "hoodie.compact.inline.max.delta.commits": "2"}
+    Table.create(base, SCHEMA, opts)
+    model: dict[str, dict[str, Any]] = {}
+    first = rows(range(8))
+    Table.open(base).write(spark.createDataFrame(to_arrow(first)), "insert", opts)
+    apply(model, "insert", first)
+    upd = rows(range(0, 8, 2), ts=2, v=0.5)
+    with pytest.raises(Exception, match="injected fault"):
+        Table.open(base).write(spark.createDataFrame(to_arrow(upd)), "upsert",
+                               {**opts, FAULT_OPTION: "compaction.before_complete"})
+    apply(model, "upsert", upd)
+    tl = Table.open(base).timeline()
+    pending = [i for i in tl if not i.is_completed]
+    assert [i.action for i in pending] == ["compaction"], pending
+    check_step(base, model)
+    dele = rows([1, 2])
+    Table.open(base).write(spark.createDataFrame(to_arrow(dele)), "delete", opts)
+    apply(model, "delete", dele)
+    tl = Table.open(base).timeline()
+    assert all(i.is_completed for i in tl)
+    assert tl.get(pending[0].requested_time).action == "commit"  # the compaction ran again, completed
+    check_step(base, model)
+    assert not Path(markers.marker_dir(base, pending[0].requested_time)).exists()
+
+    res = CliRunner().invoke(cli_main, ["compact", base, "--json"])
+    assert res.exit_code == 0, res.output
+    t = Table.open(base)
+    assert len([i for i in t.timeline().completed() if i.action == "commit"]) == 2
+    assert all(not s.log_files for s in t.view().latest_file_slices())
+    check_step(base, model)
+    assert t.compact(spark=spark) == []  # nothing left to compact
+
+
 @pytest.mark.parametrize("zip_name", ["mor_v9_txns_simple_meta.zip", "mor_v9_nonpartitioned_rollback.zip"])
 def test_upserts_and_deletes_into_java_mor_tables(spark, tmp_path: Path, zip_name: str) -> None:  # type: ignore[no-untyped-def]
     """Copies of the Java-written MOR tables: hudi-rs and pyhudi read exactly the rows before, with the updates
@@ -216,7 +267,7 @@ def test_mor_writes_pyhudi_does_not_make_exactly_are_refused(spark, tmp_path: Pa
         ("upsert", {"hoodie.index.type": "GLOBAL_SIMPLE"}, "hoodie.index.type=GLOBAL_SIMPLE"),
         ("upsert", {"hoodie.index.type": "SIMPLE"}, "into a table with a record index"),
         ("upsert", {"hoodie.record.index.update.partition.path": "true"}, "moving keys between partitions"),
-        ("upsert", {"hoodie.compact.inline": "true"}, "compaction of merge-on-read tables is not implemented"),
+        ("upsert", {"hoodie.compact.schedule.inline": "true"}, "a compaction is scheduled and run together"),
     ]
     for op, extra, msg in refused:
         with pytest.raises(Exception, match=msg):
