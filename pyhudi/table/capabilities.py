@@ -1,9 +1,9 @@
 """What pyhudi can write, checked before a write touches anything.
 
 pyhudi reads copy-on-write and merge-on-read tables of table versions 8 and 9, and writes tables of table
-version 9. Into merge-on-read tables it writes ``upsert``, ``insert``, ``bulk_insert`` and ``delete`` (as
-deltacommits, :mod:`pyhudi.write.append`), rolls failed writes back and cleans; the other operations are refused
-(:data:`MOR_OPERATIONS`). Every operation that writes into a table or its metadata table (``Table.write`` for
+version 9. Into merge-on-read tables it writes every operation (:data:`MOR_OPERATIONS`: upsert, insert,
+bulk_insert and delete as deltacommits, :mod:`pyhudi.write.append`; insert_overwrite as replacecommits), compacts,
+rolls failed writes back and cleans; what it does not make exactly there is refused by name. Every operation that writes into a table or its metadata table (``Table.write`` for
 every operation, with the rollback, recovery, metadata preparation, cleaning and compaction it triggers; record
 index builds; the async indexer) calls :func:`check_writable` first, so a table it cannot write exactly is left
 byte for byte as it was, with an error naming the table and the feature.
@@ -18,7 +18,7 @@ from pyhudi.table.properties import COPY_ON_WRITE, CURRENT_TABLE_VERSION, MERGE_
 WRITABLE_TABLE_VERSIONS = (CURRENT_TABLE_VERSION,)
 _HUDI_RELEASE = {6: "0.14-0.15", 8: "1.0", 9: "1.1"}
 #: write operations pyhudi makes exactly on merge-on-read tables
-MOR_OPERATIONS = ("upsert", "insert", "bulk_insert", "delete")
+MOR_OPERATIONS = ("upsert", "insert", "bulk_insert", "delete", "insert_overwrite", "insert_overwrite_table")
 #: indexes whose tagging is exact on merge-on-read tables written by pyhudi (inserts always go to base files, so
 #: the keys of the latest base files are a superset of the live keys; a key deleted in a log file and written
 #: again is appended to its old file group, where the newer record wins)
@@ -28,7 +28,7 @@ MOR_INDEX_TYPES = ("RECORD_INDEX", "SIMPLE")
 def mor_refusal(table: str, what: str) -> str:
     return (
         f"{table} is a MERGE_ON_READ table; pyhudi does not write merge-on-read tables yet for {what}: it writes "
-        f"{', '.join(MOR_OPERATIONS)} (deltacommits), rolls failed writes back and cleans, and refuses the rest "
+        f"{', '.join(MOR_OPERATIONS)}, compacts, rolls failed writes back and cleans, and refuses the rest "
         "(writing them exactly as Hudi does is not implemented); nothing was written"
     )
 

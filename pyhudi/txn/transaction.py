@@ -559,9 +559,6 @@ def _check_mor_write(base_path: str, config: TableConfig, wc: C.WriteConfig, opt
     if wc.index_type == "RECORD_INDEX" and not has_rli and timeline.completed_commits():
         raise UnsupportedTableError(mor_refusal(base_path, "a write with RECORD_INDEX into a table without a "
                                                            "record index (building one is refused too)"))
-    if wc.is_global_index and wc.update_partition_path and wc.operation != "delete":
-        raise UnsupportedTableError(mor_refusal(
-            base_path, f"moving keys between partitions ({C.RECORD_INDEX_UPDATE_PARTITION_PATH}=true)"))
     if not has_rli and rli_enabled(options) and timeline.completed_commits():
         raise UnsupportedTableError(mor_refusal(base_path, "building the record index"))
     pending = [i for i in timeline.pending() if i.action in (LOG_COMPACTION, CLUSTERING)]

@@ -521,6 +521,36 @@ def _stored_ordering_task(storage: Any, base_path: str, fields: tuple[str, ...],
     return run
 
 
+def _stored_slice_ordering(job: WriteJob, groups: set[tuple[str, str]], fields: tuple[str, ...],
+                           schema: pa.Schema) -> DataFrame:
+    """Merge-on-read: (key, ordering values) of the live records of the latest file slices of ``groups``."""
+    import json
+
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    from pyhudi.read import plan as read_plan
+    from pyhudi.table.properties import METAFOLDER, read_table_config
+
+    table = read_plan.TableFiles(job.storage, job.base_path,
+                                 read_table_config(job.storage, posixpath.join(job.base_path, METAFOLDER)))
+    spec = read_plan.snapshot(table, timeline=job.timeline, view=job.view).project([RECORD_KEY_COL, *fields]).read
+    rows = [(s.partition, s.file_id, s.base_file_path, json.dumps(list(s.log_file_paths)))
+            for s in job.view.latest_file_slices() if (s.partition, s.file_id) in groups]
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyhudi.read.slice_reader import FileSliceReader, SliceSpec
+
+        for b in batches:
+            for part, fid, rel, logs in zip(*(b.column(i).to_pylist() for i in range(4)), strict=True):
+                t = FileSliceReader(spec, SliceSpec(part, fid, rel, tuple(json.loads(logs)))).read()
+                cols = [t.column(RECORD_KEY_COL).combine_chunks().cast(pa.string())]
+                cols += [t.column(f).combine_chunks().cast(schema.field(f"__old_{f}").type) for f in fields]
+                yield pa.RecordBatch.from_arrays(cols, schema=schema)
+
+    src = job.spark.createDataFrame(rows, "partition string, file_id string, path string, logs string")
+    return src.mapInArrow(run, from_arrow_schema(schema))
+
+
 def _split_movers_by_ordering(job: WriteJob, movers: DataFrame) -> tuple[DataFrame, DataFrame]:
     """(movers whose incoming record wins, movers whose stored record has a greater ordering value)."""
     from pyspark.sql import functions as F
@@ -530,11 +560,14 @@ def _split_movers_by_ordering(job: WriteJob, movers: DataFrame) -> tuple[DataFra
     groups = {(r[0], r[1]) for r in movers.select(LOC_PARTITION_COL, LOC_FILE_ID_COL).distinct().collect()}
     if not groups:
         return movers, movers.limit(0)
-    paths = [(rel,) for p, f, rel in job.latest_base_files(None) if (p, f) in groups]
     schema = pa.schema([("__okey", pa.string())] + [(f"__old_{f}", job.data_schema.field(f).type) for f in fields])
-    stored = job.spark.createDataFrame(paths, "path string").mapInArrow(
-        _stored_ordering_task(job.storage, job.base_path, fields, schema), from_arrow_schema(schema)
-    )
+    if job.merge_on_read:  # the stored ordering values are those of the file slices read merged
+        stored = _stored_slice_ordering(job, groups, fields, schema)
+    else:
+        paths = [(rel,) for p, f, rel in job.latest_base_files(None) if (p, f) in groups]
+        stored = job.spark.createDataFrame(paths, "path string").mapInArrow(
+            _stored_ordering_task(job.storage, job.base_path, fields, schema), from_arrow_schema(schema)
+        )
     j = movers.join(stored, movers[RECORD_KEY_COL] == stored["__okey"], "left")
     old_wins = F.lit(False)
     for f in reversed(fields):
@@ -589,6 +622,35 @@ def replaced_keys_task(storage: Storage, base_path: str):
                         "prev_base_file": posixpath.basename(rel), "num_writes": 0, "num_inserts": 0,
                         "num_updates": 0, "num_deletes": 0, "file_size": 0, "min_key": None, "max_key": None,
                         "runtime_ms": 0, "inserted_keys": [], "updated_keys": [], "deleted_keys": keys.to_pylist(),
+                    }],
+                    schema=WRITE_STATUS_SCHEMA,
+                ).to_batches()[0]
+
+    return run
+
+
+def replaced_slice_keys_task(spec: Any):
+    """As :func:`replaced_keys_task` for a merge-on-read table: (partition, file id, base file path or null, JSON
+    list of log file paths, base instant) of replaced file slices -> their live record keys (the slice read merged,
+    so keys deleted in log files are left out and keys updated there counted once)."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import json
+        import posixpath
+
+        from pyhudi.read.slice_reader import FileSliceReader, SliceSpec
+
+        for b in batches:
+            for part, fid, rel, logs, inst in zip(*(b.column(i).to_pylist() for i in range(5)), strict=True):
+                log_paths = tuple(json.loads(logs))
+                keys = FileSliceReader(spec, SliceSpec(part, fid, rel, log_paths)).read().column(RECORD_KEY_COL)
+                yield pa.Table.from_pylist(
+                    [{
+                        "partition": part, "file_id": fid, "path": rel or log_paths[0], "prev_commit": inst,
+                        "prev_base_file": posixpath.basename(rel) if rel else None, "num_writes": 0,
+                        "num_inserts": 0, "num_updates": 0, "num_deletes": 0, "file_size": 0, "min_key": None,
+                        "max_key": None, "runtime_ms": 0, "inserted_keys": [], "updated_keys": [],
+                        "deleted_keys": keys.to_pylist(),
                     }],
                     schema=WRITE_STATUS_SCHEMA,
                 ).to_batches()[0]
@@ -662,16 +724,35 @@ class InsertOverwriteProducer(WriteProducer):
 
         stats = super().write(tagged, buckets)
         job = self.job
-        files = [
-            (s.partition, s.file_id, s.base_file.relative_path, s.base_instant)
-            for p, ids in self.replaced.items()
-            for s in job.view.latest_file_slices(p)
-            if s.file_id in ids and s.base_file is not None
-        ]
+        if job.merge_on_read:  # the live keys of the replaced file slices: base and log files merged
+            import json
+
+            from pyhudi.read import plan as read_plan
+            from pyhudi.table.properties import METAFOLDER, read_table_config
+
+            slices: list[tuple[Any, ...]] = [
+                (s.partition, s.file_id, s.base_file_path, json.dumps(list(s.log_file_paths)), s.base_instant)
+                for p, ids in self.replaced.items() for s in job.view.latest_file_slices(p) if s.file_id in ids
+            ]
+            table = read_plan.TableFiles(job.storage, job.base_path,
+                                         read_table_config(job.storage, posixpath.join(job.base_path, METAFOLDER)))
+            spec = read_plan.snapshot(table, timeline=job.timeline, view=job.view).project([RECORD_KEY_COL]).read
+            task: Any = replaced_slice_keys_task(spec)
+            schema = "partition string, file_id string, path string, logs string, instant string"
+        else:
+            slices = [
+                (s.partition, s.file_id, s.base_file.relative_path, s.base_instant)
+                for p, ids in self.replaced.items()
+                for s in job.view.latest_file_slices(p)
+                if s.file_id in ids and s.base_file is not None
+            ]
+            task = replaced_keys_task(job.storage, job.base_path)
+            schema = "partition string, file_id string, path string, instant string"
+        files = slices
         if files:
-            src = job.spark.createDataFrame(files, "partition string, file_id string, path string, instant string")
+            src = job.spark.createDataFrame(files, schema)
             gone = src.repartition(max(1, min(len(files), job.parallelism))).mapInArrow(
-                replaced_keys_task(job.storage, job.base_path), from_arrow_schema(WRITE_STATUS_SCHEMA)
+                task, from_arrow_schema(WRITE_STATUS_SCHEMA)
             )
             # read lazily (only a record index consumes the key lists), once
             gone = gone.persist(_storage_level())

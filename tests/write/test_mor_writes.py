@@ -76,14 +76,28 @@ def test_mor_writes_match_the_model_hudi_rs_and_the_record_index(spark, tmp_path
         ("delete", rows([1, 6, 12])),
         ("upsert", rows([6, 7, 20], ts=4, v=0.75)),  # 6 was deleted: a new base file; 7 to a log; 20 new
         ("bulk_insert", rows(range(30, 34), ts=5)),
+        # partition a replaced: k000 and k002 written again, k050 new, the others (k008 in a log, ...) gone
+        ("insert_overwrite", rows([0, 2, 50], p="a", ts=6)),
+        ("upsert", rows([0, 3], ts=7)),  # into the new file group (its base file) and a log file
+        # keys moving partition (hoodie.record.index.update.partition.path=true): k002 moves a -> b (a delete in
+        # a's log, a new base file in b); k003 (stored ts 7 in a log) arrives in a with ts 5: it stays in b
+        ("upsert", rows([2], p="b", ts=8) + rows([3], p="a", ts=5)),
     ]
+    move = {"hoodie.record.index.update.partition.path": "true"}
     for op, batch in steps:
-        res = Table.open(base).write(spark.createDataFrame(to_arrow(batch)), op, MOR_OPTS)
-        apply(model, op, batch)
+        opts = {**MOR_OPTS, **move} if any(r["p"] != ("a" if int(r["id"][1:]) % 2 == 0 else "b") for r in batch) \
+            else MOR_OPTS
+        res = Table.open(base).write(spark.createDataFrame(to_arrow(batch)), op, opts)
+        if op == "insert_overwrite":
+            parts = {r["p"] for r in batch}
+            for k in [k for k, r in model.items() if r["p"] in parts]:
+                del model[k]
+        apply(model, "insert" if op == "insert_overwrite" else op, batch)
         history.append((res.instant, copy.deepcopy(model)))
         check_step(base, model)
         inst = Table.open(base).timeline().completed().get(res.instant)
-        assert inst is not None and inst.action == "deltacommit", (op, inst)
+        want = "replacecommit" if op == "insert_overwrite" else "deltacommit"
+        assert inst is not None and inst.action == want, (op, inst)
         assert not Path(markers.marker_dir(base, res.instant)).exists()
 
     t = Table.open(base)
@@ -262,11 +276,8 @@ def test_mor_writes_pyhudi_does_not_make_exactly_are_refused(spark, tmp_path: Pa
     files = sorted(str(p) for p in Path(base).rglob("*"))
     df = spark.createDataFrame(to_arrow(rows(range(2), ts=2)))
     refused = [
-        ("insert_overwrite", {}, "for a write \\(insert_overwrite\\)"),
-        ("insert_overwrite_table", {}, "for a write \\(insert_overwrite_table\\)"),
         ("upsert", {"hoodie.index.type": "GLOBAL_SIMPLE"}, "hoodie.index.type=GLOBAL_SIMPLE"),
         ("upsert", {"hoodie.index.type": "SIMPLE"}, "into a table with a record index"),
-        ("upsert", {"hoodie.record.index.update.partition.path": "true"}, "moving keys between partitions"),
         ("upsert", {"hoodie.compact.schedule.inline": "true"}, "a compaction is scheduled and run together"),
     ]
     for op, extra, msg in refused:
