@@ -180,6 +180,11 @@ PARQUET_MAX_FILE_SIZE = Option(
 PARQUET_SMALL_FILE_LIMIT = Option(
     "hoodie.parquet.small.file.limit", str(100 * 1024 * 1024),
     "Base files smaller than this receive inserts until they reach the target size (0: never).", section=_FILE)
+SMALL_FILE_GROUP_CANDIDATES = Option(
+    "hoodie.merge.small.file.group.candidates.limit", "1",
+    "Merge-on-read tables: how many small file groups per partition (latest file slice without log files, base "
+    "file below `hoodie.parquet.small.file.limit`, smallest first) receive inserts; their base file is rewritten "
+    "with the inserts (and the updates routed to them) under the deltacommit.", section=_FILE)
 RECORD_SIZE_ESTIMATE = Option(
     "hoodie.copyonwrite.record.size.estimate", "1024",
     "Bytes per record assumed before the table has a commit to measure.", section=_FILE)
@@ -215,6 +220,15 @@ CLEANER_COMMITS_RETAINED = Option(
     "hoodie.cleaner.commits.retained", "10",
     "Cleaning keeps the file versions the last N commits need (KEEP_LATEST_COMMITS).",
     section=_SVC, aliases=("hoodie.clean.commits.retained",))
+COMPACT_INLINE = Option(
+    "hoodie.compact.inline", None,
+    "Merge-on-read tables: compact after a write once `hoodie.compact.inline.max.delta.commits` deltacommits "
+    "completed since the last compaction. Unset: true for merge-on-read tables (as Hudi's Spark writer sets it "
+    "for batch writes).", section=_SVC)
+COMPACT_INLINE_MAX_DELTA_COMMITS = Option(
+    "hoodie.compact.inline.max.delta.commits", "5",
+    "Deltacommits after the last compaction that trigger inline compaction (Hudi's NUM_COMMITS trigger).",
+    section=_SVC)
 AUTO_CLEAN = Option(
     "hoodie.clean.automatic", "true", "Clean after every commit.", section=_SVC)
 ARCHIVE_AUTOMATIC = Option(
@@ -378,6 +392,15 @@ NOT_HONOURED: dict[str, tuple[frozenset[str], str]] = {
         frozenset({"false"}), "archival runs in the writer, after its commit"),
     "hoodie.archive.beyond.savepoint": (
         frozenset({"false"}), "archival stops at the first savepoint"),
+    "hoodie.logfile.data.block.format": (
+        frozenset({"avro"}), "merge-on-read log files are written with Avro data blocks only"),
+    "hoodie.compact.schedule.inline": (
+        frozenset({"false"}), "a compaction is scheduled and run together (inline, or `pyhudi compact`)"),
+    "hoodie.compact.inline.trigger.strategy": (
+        frozenset({"num_commits"}), "inline compaction is triggered by the number of deltacommits only"),
+    "hoodie.compaction.strategy": (
+        frozenset({"org.apache.hudi.table.action.compact.strategy.logfilesizebasedcompactionstrategy"}),
+        "every file slice with log files is compacted"),
     LOCK_CONFLICT_RESOLUTION_STRATEGY: (
         frozenset({str(LOCK_CONFLICT_RESOLUTION_STRATEGY.default).lower()}),
         "concurrent writes are checked by the file groups they touched (Hudi's default strategy) only"),

@@ -23,8 +23,7 @@ DOC_PATH = Path("docs") / "configuration.md"
 EFFECT_NOTES: dict[str, str] = {
     C.FAULT: "Used by the test suite; never set it on a real table.",
     C.TABLE_TYPE: (
-        "MERGE_ON_READ is refused before anything is written: pyhudi writes copy-on-write tables only (it reads "
-        "both)."),
+        "Merge-on-read writes: see docs/writing.md (what is written, what is refused by name)."),
 }
 
 #: section -> its title in the reference

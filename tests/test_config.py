@@ -54,13 +54,11 @@ def test_warn_only_option_warns() -> None:
 
 
 @pytest.mark.parametrize("key", ["hoodie.table.type", "hoodie.datasource.write.table.type"])
-def test_merge_on_read_table_is_refused_not_ignored(tmp_path, key: str) -> None:  # type: ignore[no-untyped-def]
+def test_merge_on_read_table_is_created_not_ignored(tmp_path, key: str) -> None:  # type: ignore[no-untyped-def]
     from pyhudi.table.table import Table
 
-    with pytest.raises(ConfigError, match="MERGE_ON_READ"):
-        Table.create(str(tmp_path / "t"), pa.schema([("k", pa.string())]),
-                     {C.RECORDKEY_FIELD: "k", key: "MERGE_ON_READ"})
-    assert not (tmp_path / "t").exists()
+    t = Table.create(str(tmp_path / "t"), pa.schema([("k", pa.string())]), {C.RECORDKEY_FIELD: "k", key: "MERGE_ON_READ"})
+    assert t.config.table_type == "MERGE_ON_READ"
 
 
 def test_conflict_resolution_strategy_other_than_the_default_is_refused() -> None:

@@ -61,6 +61,7 @@ def _register() -> None:
     main.add_command(table_cmd.index)
     main.add_command(service_cmd.rollback)
     main.add_command(service_cmd.clean)
+    main.add_command(service_cmd.compact)
 
 
 _register()

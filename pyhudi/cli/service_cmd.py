@@ -1,4 +1,4 @@
-"""``pyhudi rollback`` and ``pyhudi clean``: the table services as commands of their own."""
+"""``pyhudi rollback``, ``pyhudi clean`` and ``pyhudi compact``: the table services as commands of their own."""
 
 from __future__ import annotations
 
@@ -47,3 +47,23 @@ def clean(table: str, options: tuple[str, ...], as_json: bool) -> None:
         click.echo("nothing to clean")
     else:
         click.echo(f"cleaned at {inst.requested_time}: {deleted} file(s) deleted")
+
+
+@click.command()
+@click.argument("table")
+@click.option("--option", "options", multiple=True,
+              help="Any hoodie.* option as KEY=VALUE (parquet options, lock, heartbeat).")
+@click.option("--json", "as_json", is_flag=True)
+def compact(table: str, options: tuple[str, ...], as_json: bool) -> None:
+    """Compact the merge-on-read TABLE: every file slice with log files becomes a new base file (a compaction that
+    died is run again first)."""
+    from pyhudi.table.table import Table
+
+    done = Table.open(table).compact(parse_options(options))
+    d = {"compaction_instants": [i.requested_time for i in done]}
+    if as_json:
+        emit_json(d)
+    elif not done:
+        click.echo("nothing to compact")
+    else:
+        click.echo(f"compacted at {', '.join(d['compaction_instants'])}")

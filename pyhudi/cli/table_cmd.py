@@ -10,6 +10,7 @@ from pyhudi import config as C
 from pyhudi.cli.options import parse_options
 from pyhudi.cli.output import echo_table, emit_json, redact_uri_secrets
 from pyhudi.errors import ConfigError, InvalidInputError
+from pyhudi.table.capabilities import MOR_OPERATIONS
 
 
 @click.command()
@@ -77,7 +78,7 @@ def write(
     opts[C.OPERATION] = operation
     C.WriteConfig.from_options(opts)  # reject bad options before starting Spark
     if Table.exists(table):  # a table pyhudi cannot write is refused before Spark starts
-        Table.open(table).check_writable(f"a write ({operation})")
+        Table.open(table).check_writable(f"a write ({operation})", mor_supported=operation in MOR_OPERATIONS)
     spark = get_spark()
     from pyhudi.spark.input import read_errors, read_input
 

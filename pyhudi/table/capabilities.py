@@ -1,7 +1,9 @@
 """What pyhudi can write, checked before a write touches anything.
 
-pyhudi reads copy-on-write and merge-on-read tables of table versions 8 and 9, and writes copy-on-write tables
-of table version 9 only. Every operation that writes into a table or its metadata table (``Table.write`` for
+pyhudi reads copy-on-write and merge-on-read tables of table versions 8 and 9, and writes tables of table
+version 9. Into merge-on-read tables it writes every operation (:data:`MOR_OPERATIONS`: upsert, insert,
+bulk_insert and delete as deltacommits, :mod:`pyhudi.write.append`; insert_overwrite as replacecommits), compacts,
+rolls failed writes back and cleans; what it does not make exactly there is refused by name. Every operation that writes into a table or its metadata table (``Table.write`` for
 every operation, with the rollback, recovery, metadata preparation, cleaning and compaction it triggers; record
 index builds; the async indexer) calls :func:`check_writable` first, so a table it cannot write exactly is left
 byte for byte as it was, with an error naming the table and the feature.
@@ -15,35 +17,42 @@ from pyhudi.table.properties import COPY_ON_WRITE, CURRENT_TABLE_VERSION, MERGE_
 #: table versions pyhudi writes
 WRITABLE_TABLE_VERSIONS = (CURRENT_TABLE_VERSION,)
 _HUDI_RELEASE = {6: "0.14-0.15", 8: "1.0", 9: "1.1"}
+#: write operations pyhudi makes exactly on merge-on-read tables
+MOR_OPERATIONS = ("upsert", "insert", "bulk_insert", "delete", "insert_overwrite", "insert_overwrite_table")
+#: indexes whose tagging is exact on merge-on-read tables written by pyhudi (inserts always go to base files, so
+#: the keys of the latest base files are a superset of the live keys; a key deleted in a log file and written
+#: again is appended to its old file group, where the newer record wins)
+MOR_INDEX_TYPES = ("RECORD_INDEX", "SIMPLE")
 
 
-def _mor_refusal(table: str, what: str) -> str:
+def mor_refusal(table: str, what: str) -> str:
     return (
-        f"{table} is a MERGE_ON_READ table; pyhudi does not write merge-on-read tables yet: it reads them but "
-        f"refuses {what} (writing log files, compaction and their metadata-table updates exactly as Hudi does is "
-        "not implemented); nothing was written"
+        f"{table} is a MERGE_ON_READ table; pyhudi does not write merge-on-read tables yet for {what}: it writes "
+        f"{', '.join(MOR_OPERATIONS)}, compacts, rolls failed writes back and cleans, and refuses the rest "
+        "(writing them exactly as Hudi does is not implemented); nothing was written"
     )
 
 
-def check_writable(table: str, config: TableConfig, what: str) -> None:
+def check_writable(table: str, config: TableConfig, what: str, *, mor_supported: bool = False) -> None:
     """:class:`UnsupportedTableError` if pyhudi cannot write the table exactly; ``what`` names the refused
-    operation ("an upsert", "building the record index", ...)."""
-    if config.table_type == MERGE_ON_READ:
-        raise UnsupportedTableError(_mor_refusal(table, what))
+    operation ("an upsert", "building the record index", ...). ``mor_supported``: the operation is one pyhudi
+    makes exactly on merge-on-read tables too."""
     if config.table_version not in WRITABLE_TABLE_VERSIONS:
         v = config.table_version
         release = f" (Hudi {_HUDI_RELEASE[v]})" if v in _HUDI_RELEASE else ""
+        kind = "MERGE_ON_READ " if config.table_type == MERGE_ON_READ else ""
         raise UnsupportedTableError(
-            f"{table} is a table of version {v}{release}; pyhudi writes table version "
+            f"{table} is a {kind}table of version {v}{release}; pyhudi writes table version "
             f"{', '.join(map(str, WRITABLE_TABLE_VERSIONS))} only (it reads versions 8 and 9) and refuses {what} "
             "(upgrading the table is not implemented); nothing was written"
         )
+    if config.table_type == MERGE_ON_READ and not mor_supported:
+        raise UnsupportedTableError(mor_refusal(table, what))
 
 
-def check_new_table_type(table: str, table_type: str, option: str) -> None:
-    """A new table must be copy-on-write: asking for MERGE_ON_READ is refused as a write into one would be."""
+def check_new_table_type(table: str, table_type: str, option: str) -> str:
+    """The type of a new table (COPY_ON_WRITE or MERGE_ON_READ); anything else is an error naming the option."""
     t = table_type.strip().upper()
-    if t == MERGE_ON_READ:
-        raise ConfigError(_mor_refusal(f"{table} (option {option}={table_type})", "creating one"))
-    if t != COPY_ON_WRITE:
+    if t not in (COPY_ON_WRITE, MERGE_ON_READ):
         raise ConfigError(f"option {option} has unknown value {table_type!r}; expected COPY_ON_WRITE or MERGE_ON_READ")
+    return t

@@ -35,6 +35,7 @@ from pyhudi.txn.transaction import (
     Concurrency,
     WriteTransaction,
     clean_table,
+    compact_table,
     resolve_options,
     rollback_write,
 )
@@ -72,9 +73,10 @@ class Table:
 
     @classmethod
     def create(cls, uri: str, schema: pa.Schema, options: Mapping[str, str]) -> Table:
-        """Create an empty COPY_ON_WRITE table with the given data schema and write options."""
+        """Create an empty table (COPY_ON_WRITE, or MERGE_ON_READ with ``hoodie.datasource.write.table.type`` or
+        ``hoodie.table.type``) with the given data schema and write options."""
         given = next((k for k in (C.TABLE_TYPE, *C.TABLE_TYPE.aliases) if options.get(k) is not None), C.TABLE_TYPE)
-        check_new_table_type(uri, str(C.TABLE_TYPE.get(options)), given)
+        table_type = check_new_table_type(uri, str(C.TABLE_TYPE.get(options)), given)
         wc = C.WriteConfig.from_options(options)
         storage, path = Storage.from_uri(uri)
         # the folder's name, never the URI's tail (an s3:// URI ends with its options: ?endpoint_override=...)
@@ -82,7 +84,7 @@ class Table:
         storage = storage.rooted(path)
         cfg = TableConfig.create(
             name,
-            table_type="COPY_ON_WRITE",
+            table_type=table_type,
             record_key_fields=list(wc.record_key_fields),
             partition_fields=list(wc.partition_fields),
             ordering_fields=list(wc.ordering_fields),
@@ -147,10 +149,11 @@ class Table:
         return table_view(self.storage, self.base_path, self.config, timeline or self.timeline(),
                           use_metadata=use_metadata)
 
-    def check_writable(self, what: str) -> None:
+    def check_writable(self, what: str, *, mor_supported: bool = False) -> None:
         """Refuse (:class:`~pyhudi.errors.UnsupportedTableError`) a write pyhudi cannot make exactly into this
-        table -- a merge-on-read table, a table version other than 9 -- before anything is written."""
-        check_writable(self.base_path, self.config, what)
+        table -- a table version other than 9, an operation pyhudi does not make on merge-on-read tables (unless
+        ``mor_supported``) -- before anything is written."""
+        check_writable(self.base_path, self.config, what, mor_supported=mor_supported)
 
     def build_record_index(
         self,
@@ -234,6 +237,19 @@ class Table:
         ``hoodie.cleaner.commits.retained``). Returns the clean instant, None when nothing needed deleting."""
         try:
             return clean_table(self.storage, self.base_path, options)
+        finally:
+            self.refresh()
+
+    def compact(self, options: Mapping[str, str] | None = None, spark: SparkSession | None = None) -> list[Instant]:
+        """Merge-on-read tables: run again compactions that died, then compact every latest file slice with log
+        files into a new base file (a ``compaction`` completed as ``commit``). Returns the completed compaction
+        instants (empty: no slice had log files)."""
+        if spark is None:
+            from pyhudi.spark.session import get_spark
+
+            spark = get_spark()
+        try:
+            return compact_table(self.storage, self.base_path, spark, options)
         finally:
             self.refresh()
 

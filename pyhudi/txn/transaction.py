@@ -42,6 +42,7 @@ from pyhudi.errors import (
     ConfigError,
     PyHudiError,
     StorageError,
+    UnsupportedTableError,
 )
 from pyhudi.io.bloom import BloomFilter
 from pyhudi.io.storage import Storage
@@ -49,9 +50,15 @@ from pyhudi.metadata.indexer import build_record_index
 from pyhudi.metadata.partitions import RECORD_INDEX
 from pyhudi.metadata.reader import table_view
 from pyhudi.metadata.record_index import record_index_updates
-from pyhudi.metadata.writer import MetadataWriter, mdt_enabled, mdt_max_delta_commits
+from pyhudi.metadata.writer import MetadataWriter, mdt_enabled, mdt_max_delta_commits, rli_enabled
 from pyhudi.services.archive import archive, auto_archive_enabled
 from pyhudi.services.clean import clean as run_clean
+from pyhudi.services.compact import (
+    delete_attempt_files,
+    deltacommits_since_compaction,
+    execute_compaction,
+    schedule_compaction,
+)
 from pyhudi.services.rollback import (
     ROLLBACK_ACTIONS,
     RollbackResult,
@@ -60,14 +67,17 @@ from pyhudi.services.rollback import (
 )
 from pyhudi.spark.progress import Progress
 from pyhudi.table import markers
-from pyhudi.table.capabilities import check_writable
+from pyhudi.table.capabilities import MOR_INDEX_TYPES, MOR_OPERATIONS, check_writable, mor_refusal
 from pyhudi.table.commit_metadata import STREAMING_CHECKPOINT_KEY, streaming_checkpoint
 from pyhudi.table.evolution import writer_schema
 from pyhudi.table.properties import METAFOLDER, TableConfig, read_table_config
 from pyhudi.table.schema import avro_to_arrow, commit_schema_json, table_schema
 from pyhudi.table.timeline import (
+    CLUSTERING,
     COMMIT,
+    COMPACTION,
     DELTA_COMMIT,
+    LOG_COMPACTION,
     REPLACE_COMMIT,
     ActiveTimeline,
     Instant,
@@ -234,7 +244,8 @@ class WriteTransaction:
         """Run ``operation`` on ``df`` as this transaction's instant. ``batch_id``: the micro-batch of a stream
         (:class:`StreamingCheckpoint`, identifier from ``hoodie.datasource.write.streaming.checkpoint.identifier``)."""
         t0 = time.perf_counter()
-        check_writable(self.base_path, self.config(), f"a write ({operation})")
+        check_writable(self.base_path, self.config(), f"a write ({operation})",
+                       mor_supported=operation in MOR_OPERATIONS)
         given_op = self.options.get(C.OPERATION)
         if given_op is not None and given_op.strip().lower() not in C.OPERATIONS:
             raise ConfigError(
@@ -245,13 +256,15 @@ class WriteTransaction:
         BloomFilter.from_config(self.options)  # footer bloom filter options: a bad value fails before any write
         mdt_enabled(self.options)  # a bad hoodie.metadata.enable is an error before anything is written
         mdt_max_delta_commits(self.options)
+        if self.config().is_mor:
+            _check_mor_write(self.base_path, self.config(), wc, self.options, self.timeline())
         from pyhudi.spark.session import arrow_schema
 
         incoming = arrow_schema(df)
         if batch_id is not None:
             self.checkpoint = StreamingCheckpoint(str(C.STREAMING_CHECKPOINT_IDENTIFIER.get(self.options)), batch_id)
             self.extra_metadata.update(self.checkpoint.extra_metadata())
-        began = self.begin()
+        began = self.begin(spark=df.sparkSession)
         if began is None:  # the streaming batch was committed before
             return self._skipped(operation, t0)
         timeline = began
@@ -278,6 +291,7 @@ class WriteTransaction:
                 view=table_view(self.storage, self.base_path, cfg, timeline),
                 data_schema=data_schema,
                 base_schema=base_schema,
+                merge_on_read=cfg.is_mor,
             )
             producer = PRODUCERS[wc.operation](job)
             producer.validate_columns(df.columns)
@@ -315,13 +329,16 @@ class WriteTransaction:
         return last is not None and last[0] >= cp.batch_id
 
     # -- 1. begin ----------------------------------------------------------------------------------------------
-    def begin(self) -> ActiveTimeline | None:
-        """Deal with failed writes; returns the timeline the write is based on (None: the streaming batch was
-        committed before, nothing to do)."""
+    def begin(self, spark: Any = None) -> ActiveTimeline | None:
+        """Deal with failed writes (and, in a merge-on-read table, resume a compaction that died); returns the
+        timeline the write is based on (None: the streaming batch was committed before, nothing to do)."""
         with self.lock.held():
             tl = self.timeline()
             if self.concurrency.failed_writes == EAGER:
                 self._roll_back_failed_writes(tl, refuse_live=not self.concurrency.optimistic)
+                tl = tl.reload()
+            if spark is not None and self.config().is_mor and tl.by_action(COMPACTION).pending():
+                self.resume_compactions(spark, tl)
                 tl = tl.reload()
             if self._batch_committed(tl):
                 return None
@@ -485,6 +502,11 @@ class WriteTransaction:
         if self.concurrency.failed_writes == LAZY:
             with job.timed("rollback"), self.lock.held():
                 self._roll_back_failed_writes(self.timeline(), refuse_live=False)
+        if job.merge_on_read and compact_inline(self.options):
+            with job.timed("compaction"), self.lock.held():
+                tl = self.timeline()
+                if deltacommits_since_compaction(tl) >= C.int_option(self.options, C.COMPACT_INLINE_MAX_DELTA_COMMITS, 1):
+                    self.compact(job.spark, parallelism=job.parallelism)
         if wc.auto_clean:
             with job.timed("clean"), self.lock.held():
                 self.clean(wc.cleaner_commits_retained)
@@ -492,9 +514,52 @@ class WriteTransaction:
             with job.timed("metadata_compaction"), self.lock.held():
                 tl = self.timeline()
                 writer.maybe_compact(tl, mdt_max_delta_commits(self.options), self.gen.next(floor=tl.latest_time()))
-        if auto_archive_enabled(self.options):
+        if auto_archive_enabled(self.options) and not job.merge_on_read:  # MOR timelines are not archived yet
             with job.timed("archive"), self.lock.held():
                 archive(self.storage, self.base_path, self.config(), self.options)
+
+    # -- compaction (merge-on-read tables) ---------------------------------------------------------------------
+    def compact(self, spark: Any, *, parallelism: int = 0) -> Instant | None:
+        """Schedule and run a compaction of every latest file slice with log files; None when there is none. The
+        caller holds the lock."""
+        tl = self.timeline()
+        t = self.gen.next(floor=tl.latest_time())
+        view = table_view(self.storage, self.base_path, self.config(), tl)
+        if schedule_compaction(tl, view, t) is None:
+            return None
+        return self._run_compaction(spark, tl.reload(), t, parallelism)
+
+    def resume_compactions(self, spark: Any, tl: ActiveTimeline, parallelism: int = 0) -> list[Instant]:
+        """Run again every pending compaction (one that died): its files and metadata-table deltacommit go first.
+        The caller holds the lock."""
+        done = []
+        for inst in tl.by_action(COMPACTION).pending():
+            t = inst.requested_time
+            delete_attempt_files(self.storage, self.base_path, t)
+            writer = MetadataWriter(self.storage, self.base_path, self.config())
+            if writer.exists:
+                writer.rollback(t, completed=True)
+            done.append(self._run_compaction(spark, tl.reload(), t, parallelism))
+        return done
+
+    def _run_compaction(self, spark: Any, tl: ActiveTimeline, t: str, parallelism: int) -> Instant:
+        cfg = self.config()
+        wc_opts = {k: v for k, v in self.options.items() if k in C.BASE_FILE_OPTIONS}
+        codec = str(self.options.get(C.PARQUET_COMPRESSION, C.DEFAULTS[C.PARQUET_COMPRESSION])).strip().lower()
+        writer = MetadataWriter(self.storage, self.base_path, cfg)
+
+        def on_commit(instant: str, metadata: dict[str, Any]) -> None:
+            if writer.exists:
+                writer.data_config = self.config()
+                writer.apply_commit(instant, metadata)
+
+        return execute_compaction(
+            spark, self.storage, self.base_path, cfg, tl, t,
+            parquet_options={**wc_opts, C.PARQUET_COMPRESSION: codec},
+            parallelism=parallelism or max(2, spark.sparkContext.defaultParallelism),
+            on_commit=on_commit, completion_time=lambda now: self.gen.next(floor=now.latest_time()),
+            fault=self.fault_spec,
+        )
 
     def clean(self, retained: int) -> Instant | None:
         """Clean with KEEP_LATEST_COMMITS (the metadata table records the deletions first); the caller holds the
@@ -504,6 +569,27 @@ class WriteTransaction:
                          on_delete=writer.apply_clean if writer.exists else None)
 
 
+def _check_mor_write(base_path: str, config: TableConfig, wc: C.WriteConfig, options: Mapping[str, str],
+                     timeline: ActiveTimeline) -> None:
+    """Refuse, before anything is written, what pyhudi does not make exactly in a merge-on-read table."""
+    if wc.index_type not in MOR_INDEX_TYPES:
+        raise UnsupportedTableError(mor_refusal(base_path, f"a write with {C.INDEX_TYPE}={wc.index_type} (use "
+                                                           f"{' or '.join(MOR_INDEX_TYPES)})"))
+    has_rli = RECORD_INDEX in config.metadata_partitions or RECORD_INDEX in config.metadata_partitions_inflight
+    if has_rli and wc.index_type != "RECORD_INDEX":
+        raise UnsupportedTableError(mor_refusal(base_path, f"a write with {C.INDEX_TYPE}={wc.index_type} into a "
+                                                           "table with a record index (use RECORD_INDEX)"))
+    if wc.index_type == "RECORD_INDEX" and not has_rli and timeline.completed_commits():
+        raise UnsupportedTableError(mor_refusal(base_path, "a write with RECORD_INDEX into a table without a "
+                                                           "record index (building one is refused too)"))
+    if not has_rli and rli_enabled(options) and timeline.completed_commits():
+        raise UnsupportedTableError(mor_refusal(base_path, "building the record index"))
+    pending = [i for i in timeline.pending() if i.action in (LOG_COMPACTION, CLUSTERING)]
+    if pending:
+        raise UnsupportedTableError(mor_refusal(base_path, f"a write while the {pending[0].action} "
+                                                           f"{pending[0].requested_time} is pending"))
+
+
 # -- table services as operations of their own ---------------------------------------------------------------------
 def clean_table(storage: Storage, base_path: str, options: Mapping[str, str] | None = None) -> Instant | None:
     """``pyhudi clean``: roll back failed writes whose heartbeat expired (or whose process is gone), then clean
@@ -511,10 +597,36 @@ def clean_table(storage: Storage, base_path: str, options: Mapping[str, str] | N
     needs one. Returns the completed clean instant, None when nothing needed deleting."""
     opts = {k: str(v) for k, v in (options or {}).items()}
     tx = WriteTransaction(storage, base_path, opts)
-    check_writable(tx.base_path, tx.config(), "cleaning")
+    check_writable(tx.base_path, tx.config(), "cleaning", mor_supported=True)
     with tx.lock.held():
         tx._roll_back_failed_writes(tx.timeline(), refuse_live=False)
         return tx.clean(C.int_option(opts, C.CLEANER_COMMITS_RETAINED, 1))
+
+
+def compact_inline(options: Mapping[str, str]) -> bool:
+    """``hoodie.compact.inline``; unset: true (the table is merge-on-read)."""
+    return C.COMPACT_INLINE.get(options) is None or C.bool_option(options, C.COMPACT_INLINE)
+
+
+def compact_table(storage: Storage, base_path: str, spark: Any, options: Mapping[str, str] | None = None
+                  ) -> list[Instant]:
+    """``pyhudi compact``: under the table lock when the concurrency mode needs one, roll back failed writes, run
+    again compactions that died, then compact every latest file slice with log files. Returns the completed
+    compaction instants (empty: nothing to compact)."""
+    opts = {k: str(v) for k, v in (options or {}).items()}
+    tx = WriteTransaction(storage, base_path, opts)
+    cfg = tx.config()
+    check_writable(tx.base_path, cfg, "compaction", mor_supported=True)
+    if not cfg.is_mor:
+        raise PyHudiError(f"{base_path} is a {cfg.table_type} table: only merge-on-read tables are compacted")
+    C.check_honoured(opts)
+    with tx.lock.held():
+        tl = tx.timeline()
+        if tx.concurrency.failed_writes == EAGER:
+            tx._roll_back_failed_writes(tl, refuse_live=not tx.concurrency.optimistic)
+        done = tx.resume_compactions(spark, tx.timeline())
+        new = tx.compact(spark)
+        return [*done, *([new] if new is not None else [])]
 
 
 def rollback_write(
@@ -525,7 +637,7 @@ def rollback_write(
     heartbeat fresh, its process running) is refused."""
     opts = {k: str(v) for k, v in (options or {}).items()}
     tx = WriteTransaction(storage, base_path, opts)
-    check_writable(tx.base_path, tx.config(), "a rollback")
+    check_writable(tx.base_path, tx.config(), "a rollback", mor_supported=True)
     with tx.lock.held():
         tl = tx.timeline()
         inst = tl.get(instant)

@@ -35,6 +35,7 @@ class WriteJob:
     view: FileSystemView
     data_schema: pa.Schema  # the writer schema (the table's, evolved by this write's input)
     base_schema: pa.Schema | None = None  # the table's schema when the write began
+    merge_on_read: bool = False  # a MERGE_ON_READ table: updates and deletes of stored records go to log files
     timings: dict[str, float] = field(default_factory=dict)
     progress: Progress | None = None
     prepared: DataFrame | None = None

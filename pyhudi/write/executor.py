@@ -8,6 +8,8 @@ goes through :class:`~pyhudi.io.storage.Storage`; nothing refers to driver-local
   replace records in place (unless event-time ordering says the stored record is newer), deletes drop them,
   new keys routed here (small-file filling) are appended. Untouched records keep their commit time and
   sequence number.
+- append bucket (merge-on-read tables): the updates and deletes go to a new log file of the file group
+  (:mod:`pyhudi.write.append`).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from pyhudi.table.schema import (
     RECORD_KEY_COL,
     with_meta,
 )
+from pyhudi.write.append import APPEND, append_bucket
 from pyhudi.write.status import WRITE_STATUS_SCHEMA, status_row
 
 OP_COL = "_hoodie_op"  # per incoming record: "U" upsert/insert, "D" delete
@@ -44,7 +47,8 @@ UPDATE = "update"
 
 @dataclass(frozen=True)
 class Bucket:
-    """One unit of write work: a new file group (insert) or a rewrite of an existing one (update)."""
+    """One unit of write work: a new file group (insert), a rewrite of an existing one (update) or, in a
+    merge-on-read table, a new log file of an existing one (append)."""
 
     id: int
     kind: str
@@ -68,12 +72,19 @@ class WriteContext:
     buckets: dict[int, Bucket]
     sort_by_key: bool = False
     fault: str | None = None  # the write's fault spec (pyhudi.faults), acted on in the task
+    log_schema: str | None = None  # merge-on-read: the SCHEMA header of the log blocks (pyhudi.write.append)
 
 
 def write_bucket(ctx: WriteContext, incoming: pa.Table) -> pa.Table:
     """Write one bucket; returns its WriteStatus (one row)."""
     t0 = time.monotonic()
     bucket = ctx.buckets[int(incoming.column(BUCKET_COL)[0].as_py())]
+    if bucket.kind == APPEND:
+        is_del = pc.fill_null(pc.equal(incoming.column(OP_COL), OP_DELETE), False)
+        keys = incoming.column(RECORD_KEY_COL).combine_chunks()
+        ups = pc.invert(is_del)
+        return append_bucket(ctx, bucket, _align(incoming.filter(ups), ctx.data_schema), keys.filter(ups),
+                             keys.filter(is_del), t0)
     part_id, token = task_ids()
     file_name = filenames.make_base_file_name(bucket.file_id, token, ctx.instant)
     rel_path = posixpath.join(bucket.partition, file_name) if bucket.partition else file_name

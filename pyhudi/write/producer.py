@@ -8,6 +8,7 @@ written, so a failure anywhere before leaves the table as it was (the next write
 from __future__ import annotations
 
 import math
+import posixpath
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ from pyhudi.spark.partitioning import ROUTE_COL
 from pyhudi.table.commit_metadata import commit_metadata, write_stat
 from pyhudi.table.evolution import conform_array
 from pyhudi.table.filenames import make_file_id, new_file_id_prefix
+from pyhudi.table.fsview import BaseFile
 from pyhudi.table.keygen import KeyGenerator
 from pyhudi.table.partition_path import check_partition_path
 from pyhudi.table.schema import (
@@ -37,7 +39,8 @@ from pyhudi.table.schema import (
     RECORD_KEY_COL,
     commit_schema_json,
 )
-from pyhudi.table.timeline import COMMIT, REPLACE_COMMIT
+from pyhudi.table.timeline import COMMIT, DELTA_COMMIT, REPLACE_COMMIT
+from pyhudi.write.append import APPEND, log_schema_json
 from pyhudi.write.context import WriteJob
 from pyhudi.write.executor import (
     BUCKET_COL,
@@ -137,6 +140,8 @@ class WriteProducer:
     def __init__(self, job: WriteJob) -> None:
         self.job = job
         self.cfg = job.config
+        if job.merge_on_read and self.action == COMMIT:  # a merge-on-read table's writes are deltacommits
+            self.action = DELTA_COMMIT
         self._persisted: list[DataFrame] = []
         self._file_id_prefix: str | None = None
         self._file_id_count = 0
@@ -260,26 +265,36 @@ class WriteProducer:
         return [(r[0], r[1], int(r[2])) for r in rows]
 
     def plan(self, counts: list[tuple[str, str | None, int]]) -> list[Bucket]:
-        """Buckets: one per existing file group touched, then inserts into small files, then new file groups."""
+        """Buckets: one per existing file group touched, then inserts into small files, then new file groups.
+
+        Merge-on-read (as Hudi's ``SparkUpsertDeltaCommitPartitioner`` with an index that cannot index log files):
+        the touched file groups get an append bucket (a new log file), except the small files picked for inserts
+        (:meth:`small_files`), whose base file is rewritten with the inserts and the updates routed to them."""
         job, cfg = self.job, self.cfg
         buckets: list[Bucket] = []
         by_fg: dict[tuple[str, str], Bucket] = {}
         slices = {(fs.partition, fs.file_id): fs for fs in job.view.latest_file_slices()}
-
-        def update_bucket(part: str, fid: str) -> Bucket:
-            if (part, fid) not in by_fg:
-                fs = slices[(part, fid)]
-                assert fs.base_file is not None
-                b = Bucket(len(buckets), UPDATE, part, fid, fs.base_file.file_name, fs.base_instant)
-                buckets.append(b)
-                by_fg[(part, fid)] = b
-            return by_fg[(part, fid)]
-
         inserts: dict[str, int] = defaultdict(int)
         for part, fid, n in counts:
             if fid is None:
                 inserts[part] += n
-            else:
+        small_files = {p: self.small_files(p) for p in inserts} if self.fills_small_files else {}
+        rewritten = {(f.partition, f.file_id) for files in small_files.values() for f in files}
+
+        def update_bucket(part: str, fid: str) -> Bucket:
+            if (part, fid) not in by_fg:
+                fs = slices[(part, fid)]
+                if job.merge_on_read and (part, fid) not in rewritten:
+                    b = Bucket(len(buckets), APPEND, part, fid, None, fs.base_instant)
+                else:
+                    assert fs.base_file is not None
+                    b = Bucket(len(buckets), UPDATE, part, fid, fs.base_file.file_name, fs.base_instant)
+                buckets.append(b)
+                by_fg[(part, fid)] = b
+            return by_fg[(part, fid)]
+
+        for part, fid, _ in counts:
+            if fid is not None:
                 update_bucket(part, fid)
         avg = self.average_record_size()
         per_file = max(1, cfg.max_file_size // avg) if cfg.insert_auto_split else cfg.insert_split_size
@@ -288,8 +303,7 @@ class WriteProducer:
             targets: list[tuple[Bucket, int]] = []
             remaining = n
             if self.fills_small_files:
-                small = [f for f in job.view.latest_base_files(part) if f.size < cfg.small_file_limit]
-                for fs in sorted(small, key=lambda f: f.size):
+                for fs in small_files[part]:
                     cap = (cfg.max_file_size - fs.size) // avg
                     if cap <= 0 or remaining <= 0:
                         continue
@@ -308,6 +322,19 @@ class WriteProducer:
                 self.insert_ranges.append((part, lo, hi, b.id))
                 lo = hi
         return buckets
+
+    def small_files(self, partition: str) -> list[BaseFile]:
+        """The base files of ``partition`` that receive inserts first, smallest first: every latest base file below
+        ``hoodie.parquet.small.file.limit``; in a merge-on-read table only those of latest file slices without log
+        files, at most ``hoodie.merge.small.file.group.candidates.limit`` of them (Hudi's MOR candidates)."""
+        cfg, view = self.cfg, self.job.view
+        if not self.job.merge_on_read:
+            return sorted((f for f in view.latest_base_files(partition) if f.size < cfg.small_file_limit),
+                          key=lambda f: f.size)
+        limit = C.int_option(cfg.options, C.SMALL_FILE_GROUP_CANDIDATES)
+        files = [fs.base_file for fs in view.latest_file_slices(partition)
+                 if fs.base_file is not None and not fs.log_files and fs.base_file.size < cfg.small_file_limit]
+        return sorted(files, key=lambda f: f.size)[:limit]
 
     def new_file_id(self) -> str:
         """The id of a new file group (see :attr:`numbered_file_ids`)."""
@@ -329,6 +356,8 @@ class WriteProducer:
             nbytes = nrec = 0
             for stats in (md.get("partitionToWriteStats") or {}).values():
                 for s in stats:
+                    if posixpath.basename(s.get("path") or "").startswith("."):
+                        continue  # a log file's records are not sized as base-file records
                     nbytes += s.get("totalWriteBytes") or 0
                     nrec += s.get("numWrites") or 0
             if nbytes > 0 and nrec > 0:
@@ -343,7 +372,7 @@ class WriteProducer:
         if not buckets:
             return []
         spark = job.spark
-        upd = [(b.partition, b.file_id, b.id) for b in buckets if b.kind == UPDATE]
+        upd = [(b.partition, b.file_id, b.id) for b in buckets if b.kind != INSERT]
         parts: list[DataFrame] = []
         base = tagged
         if upd:
@@ -379,6 +408,7 @@ class WriteProducer:
             buckets={b.id: b for b in buckets},
             sort_by_key=self.sort_by_key,
             fault=faults.spec(self.cfg.options),
+            log_schema=log_schema_json(job.data_schema, job.table_name) if job.merge_on_read else None,
         )
 
         def run(t: pa.Table) -> pa.Table:
@@ -497,6 +527,36 @@ def _stored_ordering_task(storage: Any, base_path: str, fields: tuple[str, ...],
     return run
 
 
+def _stored_slice_ordering(job: WriteJob, groups: set[tuple[str, str]], fields: tuple[str, ...],
+                           schema: pa.Schema) -> DataFrame:
+    """Merge-on-read: (key, ordering values) of the live records of the latest file slices of ``groups``."""
+    import json
+
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    from pyhudi.read import plan as read_plan
+    from pyhudi.table.properties import METAFOLDER, read_table_config
+
+    table = read_plan.TableFiles(job.storage, job.base_path,
+                                 read_table_config(job.storage, posixpath.join(job.base_path, METAFOLDER)))
+    spec = read_plan.snapshot(table, timeline=job.timeline, view=job.view).project([RECORD_KEY_COL, *fields]).read
+    rows = [(s.partition, s.file_id, s.base_file_path, json.dumps(list(s.log_file_paths)))
+            for s in job.view.latest_file_slices() if (s.partition, s.file_id) in groups]
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyhudi.read.slice_reader import FileSliceReader, SliceSpec
+
+        for b in batches:
+            for part, fid, rel, logs in zip(*(b.column(i).to_pylist() for i in range(4)), strict=True):
+                t = FileSliceReader(spec, SliceSpec(part, fid, rel, tuple(json.loads(logs)))).read()
+                cols = [t.column(RECORD_KEY_COL).combine_chunks().cast(pa.string())]
+                cols += [t.column(f).combine_chunks().cast(schema.field(f"__old_{f}").type) for f in fields]
+                yield pa.RecordBatch.from_arrays(cols, schema=schema)
+
+    src = job.spark.createDataFrame(rows, "partition string, file_id string, path string, logs string")
+    return src.mapInArrow(run, from_arrow_schema(schema))
+
+
 def _split_movers_by_ordering(job: WriteJob, movers: DataFrame) -> tuple[DataFrame, DataFrame]:
     """(movers whose incoming record wins, movers whose stored record has a greater ordering value)."""
     from pyspark.sql import functions as F
@@ -506,11 +566,14 @@ def _split_movers_by_ordering(job: WriteJob, movers: DataFrame) -> tuple[DataFra
     groups = {(r[0], r[1]) for r in movers.select(LOC_PARTITION_COL, LOC_FILE_ID_COL).distinct().collect()}
     if not groups:
         return movers, movers.limit(0)
-    paths = [(rel,) for p, f, rel in job.latest_base_files(None) if (p, f) in groups]
     schema = pa.schema([("__okey", pa.string())] + [(f"__old_{f}", job.data_schema.field(f).type) for f in fields])
-    stored = job.spark.createDataFrame(paths, "path string").mapInArrow(
-        _stored_ordering_task(job.storage, job.base_path, fields, schema), from_arrow_schema(schema)
-    )
+    if job.merge_on_read:  # the stored ordering values are those of the file slices read merged
+        stored = _stored_slice_ordering(job, groups, fields, schema)
+    else:
+        paths = [(rel,) for p, f, rel in job.latest_base_files(None) if (p, f) in groups]
+        stored = job.spark.createDataFrame(paths, "path string").mapInArrow(
+            _stored_ordering_task(job.storage, job.base_path, fields, schema), from_arrow_schema(schema)
+        )
     j = movers.join(stored, movers[RECORD_KEY_COL] == stored["__okey"], "left")
     old_wins = F.lit(False)
     for f in reversed(fields):
@@ -565,6 +628,35 @@ def replaced_keys_task(storage: Storage, base_path: str):
                         "prev_base_file": posixpath.basename(rel), "num_writes": 0, "num_inserts": 0,
                         "num_updates": 0, "num_deletes": 0, "file_size": 0, "min_key": None, "max_key": None,
                         "runtime_ms": 0, "inserted_keys": [], "updated_keys": [], "deleted_keys": keys.to_pylist(),
+                    }],
+                    schema=WRITE_STATUS_SCHEMA,
+                ).to_batches()[0]
+
+    return run
+
+
+def replaced_slice_keys_task(spec: Any):
+    """As :func:`replaced_keys_task` for a merge-on-read table: (partition, file id, base file path or null, JSON
+    list of log file paths, base instant) of replaced file slices -> their live record keys (the slice read merged,
+    so keys deleted in log files are left out and keys updated there counted once)."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import json
+        import posixpath
+
+        from pyhudi.read.slice_reader import FileSliceReader, SliceSpec
+
+        for b in batches:
+            for part, fid, rel, logs, inst in zip(*(b.column(i).to_pylist() for i in range(5)), strict=True):
+                log_paths = tuple(json.loads(logs))
+                keys = FileSliceReader(spec, SliceSpec(part, fid, rel, log_paths)).read().column(RECORD_KEY_COL)
+                yield pa.Table.from_pylist(
+                    [{
+                        "partition": part, "file_id": fid, "path": rel or log_paths[0], "prev_commit": inst,
+                        "prev_base_file": posixpath.basename(rel) if rel else None, "num_writes": 0,
+                        "num_inserts": 0, "num_updates": 0, "num_deletes": 0, "file_size": 0, "min_key": None,
+                        "max_key": None, "runtime_ms": 0, "inserted_keys": [], "updated_keys": [],
+                        "deleted_keys": keys.to_pylist(),
                     }],
                     schema=WRITE_STATUS_SCHEMA,
                 ).to_batches()[0]
@@ -638,16 +730,35 @@ class InsertOverwriteProducer(WriteProducer):
 
         stats = super().write(tagged, buckets)
         job = self.job
-        files = [
-            (s.partition, s.file_id, s.base_file.relative_path, s.base_instant)
-            for p, ids in self.replaced.items()
-            for s in job.view.latest_file_slices(p)
-            if s.file_id in ids and s.base_file is not None
-        ]
+        if job.merge_on_read:  # the live keys of the replaced file slices: base and log files merged
+            import json
+
+            from pyhudi.read import plan as read_plan
+            from pyhudi.table.properties import METAFOLDER, read_table_config
+
+            slices: list[tuple[Any, ...]] = [
+                (s.partition, s.file_id, s.base_file_path, json.dumps(list(s.log_file_paths)), s.base_instant)
+                for p, ids in self.replaced.items() for s in job.view.latest_file_slices(p) if s.file_id in ids
+            ]
+            table = read_plan.TableFiles(job.storage, job.base_path,
+                                         read_table_config(job.storage, posixpath.join(job.base_path, METAFOLDER)))
+            spec = read_plan.snapshot(table, timeline=job.timeline, view=job.view).project([RECORD_KEY_COL]).read
+            task: Any = replaced_slice_keys_task(spec)
+            schema = "partition string, file_id string, path string, logs string, instant string"
+        else:
+            slices = [
+                (s.partition, s.file_id, s.base_file.relative_path, s.base_instant)
+                for p, ids in self.replaced.items()
+                for s in job.view.latest_file_slices(p)
+                if s.file_id in ids and s.base_file is not None
+            ]
+            task = replaced_keys_task(job.storage, job.base_path)
+            schema = "partition string, file_id string, path string, instant string"
+        files = slices
         if files:
-            src = job.spark.createDataFrame(files, "partition string, file_id string, path string, instant string")
+            src = job.spark.createDataFrame(files, schema)
             gone = src.repartition(max(1, min(len(files), job.parallelism))).mapInArrow(
-                replaced_keys_task(job.storage, job.base_path), from_arrow_schema(WRITE_STATUS_SCHEMA)
+                task, from_arrow_schema(WRITE_STATUS_SCHEMA)
             )
             # read lazily (only a record index consumes the key lists), once
             gone = gone.persist(_storage_level())

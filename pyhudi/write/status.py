@@ -6,12 +6,14 @@ the pipeline (the record index consumes them there); the driver collects only th
 
 from __future__ import annotations
 
+import posixpath
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 
 from pyhudi.table.commit_metadata import NULL_COMMIT, write_stat
+from pyhudi.table.filenames import LogFileName
 
 KEY_LISTS = ("inserted_keys", "updated_keys", "deleted_keys")
 
@@ -62,7 +64,18 @@ class WriteStat:
         return WriteStat(**{k: d[k] for k in STAT_COLUMNS})
 
     def to_hudi(self) -> dict[str, Any]:
-        """This stat as a ``HoodieWriteStat`` record of the commit metadata."""
+        """This stat as a ``HoodieWriteStat`` record of the commit metadata (a log file's, table version 8+: the
+        file's version, offset 0, ``baseFile`` empty, ``logFiles`` = [the file])."""
+        name = posixpath.basename(self.path)
+        if name.startswith("."):
+            stat = write_stat(
+                file_id=self.file_id, path=self.path, partition=self.partition, prev_commit=self.prev_commit,
+                num_writes=self.num_writes, num_inserts=self.num_inserts, num_update_writes=self.num_updates,
+                num_deletes=self.num_deletes, size=self.file_size, log_version=LogFileName.parse(name).version,
+                log_offset=0, base_file="", log_files=[name],
+                runtime={"totalScanTime": 0, "totalCreateTime": 0, "totalUpsertTime": self.runtime_ms},
+            )
+            return stat
         created = self.prev_commit == NULL_COMMIT
         return write_stat(
             file_id=self.file_id, path=self.path, partition=self.partition, prev_commit=self.prev_commit,
