@@ -81,6 +81,8 @@ def partition_values(path: str, fields: Sequence[str], *, hive_style: bool, url_
     """The partition fields' values (as strings) a partition path holds; None when it does not parse. The
     default partition (a null or empty value) parses to no value for its field."""
     segs = path.split("/") if path else []
+    if len(fields) == 1 and segs:  # one field: the whole path is its value, slashes and all ("2026/06/01")
+        segs = [path]
     if len(segs) != len(fields):
         return None
     out: dict[str, str] = {}
