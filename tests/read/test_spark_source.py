@@ -105,7 +105,7 @@ def test_column_stats_prune_files(tables: dict[str, str]) -> None:
     """The fixture's column_stats: no file but the EUR/GBP ones has currency 'EUR' in range."""
     base = tables["cow_v9_txns_simple_meta.zip"]
     opts = {"path": base}
-    full, rep0 = plan_query(opts)
+    _, rep0 = plan_query(opts)
     plan, rep = plan_query(opts, (Pred("currency", EQ, "EUR"),))
     assert "column_stats" in rep.steps
     assert rep.files_read < rep0.files_read == rep.files_total
@@ -167,7 +167,7 @@ def test_written_table_pruning_and_results(spark, written: str) -> None:  # type
     assert q.rdd.getNumPartitions() == 1
     same(q, theirs.filter(pc.equal(theirs["id"], "k00390")))
     # keys of two partitions, one absent key
-    plan, rep = plan_query({"path": base}, (Pred("id", IN, ("k00001", "k00002", "nope")),))
+    _, rep = plan_query({"path": base}, (Pred("id", IN, ("k00001", "k00002", "nope")),))
     assert rep.keys == 3 and rep.files_read == 2
     same(df.where(df.id.isin("k00001", "k00002", "nope")), theirs.filter(pc.is_in(theirs["id"],
                                                                                 pa.array(["k00001", "k00002"]))))
@@ -234,7 +234,7 @@ def test_registration_and_errors(spark, tables: dict[str, str]) -> None:  # type
     base = tables["cow_v9_txns_nonpart_meta.zip"]
     with pytest.raises(Exception, match="expected snapshot, read_optimized or incremental"):
         spark.read.format("hudi").option(QT, "cdc").load(base).collect()
-    with pytest.raises(Exception, match="begin.instanttime"):
+    with pytest.raises(Exception, match=r"begin\.instanttime"):
         spark.read.format("hudi").option(QT, "incremental").load(base).collect()
     spark.sql(f"CREATE TABLE IF NOT EXISTS src_cat USING hudi LOCATION '{base}'")
     try:
