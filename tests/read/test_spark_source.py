@@ -154,14 +154,14 @@ def test_written_table_pruning_and_results(spark, written: str) -> None:  # type
     _, full = plan_query({"path": base})
     assert full.slices_total == 4 and full.files_read == 4
     # one partition of four: one file opened
-    plan, rep = plan_query({"path": base}, (Pred("dt", EQ, DAYS[2]),))
+    _, rep = plan_query({"path": base}, (Pred("dt", EQ, DAYS[2]),))
     assert rep.partitions_kept == 1 and rep.files_read == 1 and rep.steps == ["partitions"]
     df = load(spark, base)
     q = df.where(f"dt = '{DAYS[2]}'")
     assert q.rdd.getNumPartitions() == 1
     same(q, theirs.filter(pc.equal(theirs["dt"], DAYS[2])))
     # a key: the record index names its one file group
-    plan, rep = plan_query({"path": base}, (Pred("id", EQ, "k00390"),))
+    _, rep = plan_query({"path": base}, (Pred("id", EQ, "k00390"),))
     assert rep.keys == 1 and rep.files_read == 1 and "record_index" in rep.steps
     q = df.where("id = 'k00390'")
     assert q.rdd.getNumPartitions() == 1
