@@ -259,10 +259,8 @@ def prune(
     """``plan`` reading only the slices ``preds`` may need (see the module docstring); ``use_record_index``:
     the plan is the latest snapshot with log records merged, whose file groups the record index names;
     ``column_stats``: prune by the metadata table's column statistics."""
-    from pyhudi.table.schema import with_meta
-
     report = PruneReport(slices_total=len(plan.slices), files_total=sum(_files(s) for s in plan.slices))
-    schema = with_meta(table.schema())
+    schema = plan.read.schema  # the table's columns, meta columns first
     slices = prune_partitions(table, schema, plan.slices, preds, report)
     report.slices_after_partitions = len(slices)
     read = plan.read
