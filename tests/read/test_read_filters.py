@@ -83,8 +83,8 @@ class _F:  # stands for pyspark.sql.datasource filters, which are matched by cla
 
 
 def test_from_spark() -> None:
-    EqualTo = type("EqualTo", (_F,), {})  # noqa: N806
-    Not = type("Not", (), {})  # noqa: N806
+    EqualTo = type("EqualTo", (_F,), {})
+    Not = type("Not", (), {})
     got = from_spark([EqualTo(("a",), 1), EqualTo(("s", "x"), 2), Not()])
     assert got[0][1] == Pred("a", EQ, 1) and got[1][1] is None and got[2][1] is None
 
