@@ -90,18 +90,17 @@ def plan_query(options: Mapping[str, str], preds: tuple[Pred, ...] = (),
     """The pruned scan plan of a query on the table at ``options['path']`` with Hudi's read options, reading
     ``columns`` (all when None) plus what merging needs. Runs on the driver (a planning worker)."""
     from pyhudi.read import plan as read_plan
-    from pyhudi.table.table import Table
 
     qt = query_type(options)
-    table = Table.open(_path(options))
+    table = read_plan.open_table(_path(options))
+    tl = table.timeline()
     if qt == INCREMENTAL:
-        tl = table.timeline()
-        plan = table._incremental_plan(str(C.READ_BEGIN_INSTANT.get(options)), C.READ_END_INSTANT.get(options))
+        plan = read_plan.incremental_checked(table, str(C.READ_BEGIN_INSTANT.get(options)),
+                                             C.READ_END_INSTANT.get(options), timeline=tl)
         use_ri = False
     else:
-        tl = table.timeline()
-        as_of = table._check_as_of(C.AS_OF_INSTANT.get(options))
-        table._check_retained(as_of, tl)
+        as_of = read_plan.as_of_instant(table.base_path, C.AS_OF_INSTANT.get(options))
+        read_plan.check_retained(table, as_of, tl)
         ro = qt == READ_OPTIMIZED
         plan = read_plan.snapshot(table, as_of=as_of, read_optimized=ro, timeline=tl)
         # the record index locates keys in the latest snapshot (a read-optimized read of a merge-on-read table
@@ -165,11 +164,11 @@ class HudiDataSource(DataSource):
     def schema(self) -> StructType:
         from pyspark.sql.pandas.types import from_arrow_schema
 
+        from pyhudi.read.plan import open_table
         from pyhudi.table.schema import with_meta
-        from pyhudi.table.table import Table
 
         query_type(self.options)
-        return from_arrow_schema(with_meta(Table.open(_path(self.options)).schema()))
+        return from_arrow_schema(with_meta(open_table(_path(self.options)).schema()))
 
     def reader(self, schema: StructType) -> DataSourceReader:
         return HudiReader(dict(self.options), schema, self.parallelism)
