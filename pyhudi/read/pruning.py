@@ -187,24 +187,45 @@ _DOMAIN = {"StringWrapper": "str", "IntWrapper": "num", "LongWrapper": "num", "B
            "DateWrapper": "date", "TimestampMicrosWrapper": "ts", "DecimalWrapper": "num"}
 
 
-def _wrapped(v: Any) -> tuple[str, Any] | None:
-    """A column-stats min/max (``(wrapper record name, {'value': x})``) as a comparable value."""
+def _wrapped(v: Any, t: pa.DataType | None = None, value_type: Any = None) -> tuple[str, Any] | None:
+    """A column-stats min/max (``(wrapper record name, {'value': x})``) of a column of type ``t`` as a comparable
+    value (None when it cannot be judged). Hudi 1.x stores a date column's values as ``IntWrapper`` days, a
+    microsecond timestamp's as ``LongWrapper`` microseconds and a decimal's as ``BytesWrapper`` unscaled
+    big-endian bytes (``valueType.additionalInfo`` = ``"precision,scale"``)."""
+    import decimal
+
     from pyhudi.read.filters import comparable
 
     if not isinstance(v, tuple) or len(v) != 2 or not isinstance(v[1], dict):
         return None
     name = str(v[0]).rsplit(".", 1)[-1]
     x = v[1].get("value")
+    if x is None:
+        return None
+    if t is not None:
+        if pa.types.is_date32(t) and name == "IntWrapper" and isinstance(x, int):
+            return ("date", x)
+        if (pa.types.is_timestamp(t) and t.tz is not None and t.unit == "us" and name == "LongWrapper"
+                and isinstance(x, int)):
+            return ("ts", x)
+        if pa.types.is_decimal(t) and name == "BytesWrapper" and isinstance(x, bytes) and x:
+            info = str((value_type or {}).get("additionalInfo") or "")
+            if info.replace(" ", "") != f"{t.precision},{t.scale}":
+                return None
+            return ("num", decimal.Decimal(int.from_bytes(x, "big", signed=True)).scaleb(-t.scale))
+        if pa.types.is_floating(t) or pa.types.is_date(t) or pa.types.is_timestamp(t) or pa.types.is_decimal(t):
+            return None
     domain = _DOMAIN.get(name)
-    if domain is None or x is None:
+    if domain is None:
         return None
     c = comparable(x)
-    if c is not None:
-        return c if c[0] == domain or (domain == "num" and c[0] == "num") else None
+    if c is not None and c[0] == domain:
+        return c
     return None
 
 
-def column_stats(table: TableLike, timeline: ActiveTimeline, columns: Sequence[str]) -> dict[str, dict[str, Stats]]:
+def column_stats(table: TableLike, timeline: ActiveTimeline, columns: Sequence[str],
+                 schema: pa.Schema | None = None) -> dict[str, dict[str, Stats]]:
     """file name -> column -> statistics, from the metadata table's ``column_stats`` partition (empty when the
     table has none)."""
     from pyhudi.metadata.reader import MetadataTableReader, has_metadata_table
@@ -221,17 +242,21 @@ def column_stats(table: TableLike, timeline: ActiveTimeline, columns: Sequence[s
         cs = rec.fields.get("ColumnStatsMetadata")
         if not cs or cs.get("isDeleted") or cs.get("columnName") not in wanted:
             continue
-        out.setdefault(str(cs["fileName"]), {})[str(cs["columnName"])] = Stats(
-            _wrapped(cs.get("minValue")), _wrapped(cs.get("maxValue")), cs.get("nullCount"), cs.get("valueCount"))
+        col = str(cs["columnName"])
+        t = schema.field(col).type if schema is not None and col in schema.names else None
+        vt = cs.get("valueType")
+        out.setdefault(str(cs["fileName"]), {})[col] = Stats(
+            _wrapped(cs.get("minValue"), t, vt), _wrapped(cs.get("maxValue"), t, vt), cs.get("nullCount"),
+            cs.get("valueCount"))
     return out
 
 
 def prune_by_stats(table: TableLike, timeline: ActiveTimeline, slices: Sequence[SliceSpec], preds: Sequence[Pred],
-                   report: PruneReport) -> list[SliceSpec]:
+                   report: PruneReport, schema: pa.Schema | None = None) -> list[SliceSpec]:
     cols = sorted({p.column for p in preds})
     if not cols or not slices:
         return list(slices)
-    stats = column_stats(table, timeline, cols)
+    stats = column_stats(table, timeline, cols, schema)
     if not stats:
         return list(slices)
     keep = []
@@ -285,7 +310,7 @@ def prune(
                     report.steps.append("record_index")
     report.slices_after_keys = len(slices)
     if column_stats:
-        slices = prune_by_stats(table, timeline, slices, preds, report)
+        slices = prune_by_stats(table, timeline, slices, preds, report, schema)
     report.slices_after_stats = len(slices)
     report.files_read = sum(_files(s) for s in slices)
     read = replace(read, predicates=tuple(preds))

@@ -5,6 +5,8 @@ open, the row groups a range query reads."""
 
 from __future__ import annotations
 
+import datetime as dt
+import decimal
 import posixpath
 from pathlib import Path
 from typing import Any
@@ -94,6 +96,14 @@ def test_filters_and_projections_match_hudi_rs(spark, zip_name: str, tables: dic
     same(df.where(f"txn_ts >= {ts} and currency = 'USD'"),
          theirs.filter(pc.and_(pc.greater_equal(theirs["txn_ts"], ts), pc.equal(theirs["currency"], "USD"))))
     same(df.where("merchant_name is null"), theirs.filter(pc.is_null(theirs["merchant_name"])))
+    # dates, decimals and timestamps (column statistics of these types are decoded by the column's type)
+    day = sorted(theirs["txn_date"].to_pylist())[theirs.num_rows // 2]
+    same(df.where(f"txn_date > date'{day.isoformat()}'"), theirs.filter(pc.greater(theirs["txn_date"], day)))
+    amt = sorted(theirs["amount"].to_pylist())[theirs.num_rows // 3]
+    same(df.where(f"amount <= {amt}"), theirs.filter(pc.less_equal(theirs["amount"], pa.scalar(amt, theirs["amount"].type))))
+    when = sorted(theirs["txn_datetime"].to_pylist())[theirs.num_rows // 2]
+    same(df.where(f"txn_datetime >= timestamp'{when.strftime('%Y-%m-%d %H:%M:%S')}'"),
+         theirs.filter(pc.greater_equal(theirs["txn_datetime"], pa.scalar(when, theirs["txn_datetime"].type))))
     # every record-key field pinned (the composite key of the complex fixture is encoded as its generator does)
     acc = theirs.filter(pc.equal(theirs["txn_id"], "TXN-001"))["account_id"][0].as_py()
     same(df.where(f"txn_id = 'TXN-001' and account_id = '{acc}'"),
@@ -119,6 +129,19 @@ def test_column_stats_prune_files(tables: dict[str, str]) -> None:
     want = hudi_rs(base)
     assert sorted(got.filter(pc.equal(got["currency"], "EUR"))["txn_id"].to_pylist()) == \
         sorted(want.filter(pc.equal(want["currency"], "EUR"))["txn_id"].to_pylist())
+    # a date and a decimal range: statistics decoded by the column's type prune files, and keep every match
+    cases = [(Pred("txn_date", GE, dt.date(2024, 1, 20)), pc.greater_equal),
+             (Pred("amount", LT, decimal.Decimal("100")), pc.less)]
+    for pred, fn in cases:
+        plan, rep = plan_query(opts, (pred,))
+        assert "column_stats" in rep.steps, pred
+        got = plan.to_arrow()
+
+        def ids(t: pa.Table, pred: Pred = pred, fn: Any = fn) -> list[str]:
+            col = t[pred.column]
+            return sorted(t.filter(fn(col, pa.scalar(pred.value, col.type)))["txn_id"].to_pylist())
+
+        assert ids(got) == ids(want) != []
     # data skipping off: every file of the snapshot
     _, rep_off = plan_query({**opts, "hoodie.enable.data.skipping": "false"}, (Pred("currency", EQ, "EUR"),))
     assert rep_off.files_read == rep0.files_read
