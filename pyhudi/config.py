@@ -335,6 +335,32 @@ READ_LOG_COMPACT_ROWS = Option(
     "A file-slice reader folds the log records it holds into one per key whenever this many have accumulated: "
     "memory follows the log's distinct keys, not its length.", section=_R)
 
+QUERY_TYPE = Option(
+    "hoodie.datasource.query.type", "snapshot",
+    "`spark.read.format(\"hudi\")`: `snapshot` (the latest or `as.of.instant` snapshot, file slices merged), "
+    "`read_optimized` (base files only) or `incremental` (the records changed by the commits completed in "
+    "(`hoodie.datasource.read.begin.instanttime`, `hoodie.datasource.read.end.instanttime`]).", section=_R)
+READ_BEGIN_INSTANT = Option(
+    "hoodie.datasource.read.begin.instanttime", None,
+    "Incremental query: commits completed after this time (a completion time, `yyyyMMddHHmmssSSS`; required).",
+    section=_R)
+READ_END_INSTANT = Option(
+    "hoodie.datasource.read.end.instanttime", None,
+    "Incremental query: commits completed at or before this time (default: the latest).", section=_R)
+AS_OF_INSTANT = Option(
+    "as.of.instant", None,
+    "Snapshot or read-optimized query as of this instant (`yyyyMMddHHmmss[SSS]` or `yyyy-MM-dd[ HH:mm:ss[.SSS]]`): "
+    "time travel.", section=_R)
+INCREMENTAL_FORMAT = Option(
+    "hoodie.datasource.query.incremental.format", "latest_state",
+    "Incremental query output: `latest_state` (the latest version of each changed record) only; `cdc` (change "
+    "data capture) is refused.", section=_R)
+READ_DATA_SKIPPING = Option(
+    "hoodie.enable.data.skipping", "true",
+    "`spark.read.format(\"hudi\")`: skip files by the metadata table's `column_stats` and row groups by their "
+    "parquet statistics for the query's filters (partition pruning and record-key lookups always run).",
+    section=_R)
+
 # -- metadata table -------------------------------------------------------------------------------------------------
 METADATA_ENABLE = Option(
     "hoodie.metadata.enable", "true",

@@ -95,6 +95,11 @@ def write(
             f"{d['deleted']} deleted; {d['files_written']} file(s) in {d['partitions']} partition(s); "
             f"{d['timings_s'].get('total', 0):.1f}s"
         )
+        if d["metadata_partitions_dropped"]:
+            click.echo(
+                "metadata partitions taken out of the table (indexes pyhudi does not maintain; no reader may use "
+                f"them stale): {', '.join(d['metadata_partitions_dropped'])}"
+            )
 
 
 @click.command()

@@ -116,6 +116,8 @@ class MetadataWriter:
         self.storage = storage.rooted(self.base_path)
         self.mdt_path = metadata_base_path(self.base_path)
         self.data_config = data_config
+        #: the metadata partitions :meth:`reconcile` took out of the table (indexes pyhudi does not maintain)
+        self.dropped: list[str] = []
 
     # -- state ----------------------------------------------------------------------------------------
     @property
@@ -172,6 +174,7 @@ class MetadataWriter:
         stale = [p for p in cfg.metadata_partitions if p not in maintained]
         stale += [p for p in cfg.metadata_partitions_inflight if p not in maintained]
         if stale:
+            self.dropped = sorted(set(stale))
             keep = [p for p in cfg.metadata_partitions if p in maintained]
             self.data_config = update_table_config(
                 self.storage, meta, {METADATA_PARTITIONS: ",".join(keep), METADATA_PARTITIONS_INFLIGHT: ""}

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import pyarrow as pa
 
-from pyhudi.errors import UnsupportedFormatError
+from pyhudi.errors import InvalidInputError, PyHudiError, UnsupportedFormatError
 from pyhudi.read.logscan import CommittedInstants
 from pyhudi.read.merge import MergeConfig
 from pyhudi.read.slice_reader import FileSliceReader, ReadSpec, SliceSpec
@@ -70,6 +70,83 @@ class TableFiles:
         from pyhudi.metadata.reader import table_view
 
         return table_view(self.storage, self.base_path, self.config, timeline or self.timeline())
+
+
+def open_table(uri: str) -> TableFiles:
+    """The table at ``uri`` (a path or URI) as :class:`TableFiles`, its storage rooted at the base path."""
+    import posixpath
+
+    from pyhudi.io.storage import Storage
+    from pyhudi.table.properties import METAFOLDER, read_table_config
+
+    storage, path = Storage.from_uri(uri)
+    meta = posixpath.join(path, METAFOLDER)
+    if not (storage.exists(posixpath.join(meta, "hoodie.properties"))
+            or storage.exists(posixpath.join(meta, "hoodie.properties.backup"))):
+        raise PyHudiError(f"no Hudi table at {uri} (missing {METAFOLDER}/hoodie.properties)")
+    path = path.rstrip("/") or "/"
+    storage = storage.rooted(path)
+    return TableFiles(storage, path, read_table_config(storage, meta))
+
+
+def as_of_instant(base_path: str, as_of: str | None) -> str | None:
+    """``as_of`` as an instant time: an instant (``yyyyMMddHHmmss[SSS]``) or ``yyyy-MM-dd[ HH:mm:ss[.SSS]]``
+    (as Hudi's ``as.of.instant``); the read sees the commits at or before it."""
+    if as_of is None:
+        return None
+    import re
+
+    raw = as_of.strip()
+    m = re.fullmatch(r"(\d{4})-(\d{2})-(\d{2})(?:[ T](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,3}))?)?", raw)
+    if m:
+        y, mo, d, h, mi, sec, ms = m.groups()
+        raw = f"{y}{mo}{d}{h or '00'}{mi or '00'}{sec or '00'}{(ms or '0').ljust(3, '0') if h else '000'}"
+    if not re.fullmatch(r"\d{14}(\d{3})?", raw):
+        raise InvalidInputError(
+            f"{base_path}: cannot read as of {as_of!r}: expected an instant (yyyyMMddHHmmssSSS) or a "
+            "time yyyy-MM-dd[ HH:mm:ss[.SSS]]"
+        )
+    return raw if len(raw) == 17 else raw + "999"
+
+
+def history(table: TableLike, active: ActiveTimeline) -> ActiveTimeline | FullTimeline:
+    """``active``, or the archived instants and the active ones when instants were archived."""
+    from pyhudi.table.lsm_timeline import FullTimeline, LsmHistory
+
+    if LsmHistory.for_table(table.storage, table.base_path, table.config).latest_version() > 0:
+        return FullTimeline.load(table.storage, table.base_path, table.config, active)
+    return active
+
+
+def check_retained(table: TableLike, as_of: str | None, tl: ActiveTimeline) -> None:
+    """Refuse a read as of a time cleaning may have removed file versions of (Hudi's
+    ``validateTimestampAsOf``): before the earliest commit to retain of the latest completed clean."""
+    if as_of is None:
+        return
+    from pyhudi.table.timeline import CLEAN
+
+    source: ActiveTimeline | FullTimeline = tl
+    last = tl.completed().by_action(CLEAN).last()
+    if last is None:  # the latest clean may have been archived
+        source = history(table, tl)
+        last = source.completed().by_action(CLEAN).last() if source is not tl else None
+    if last is None:
+        return
+    retained = str(source.read_completed(last, CLEAN).get("earliestCommitToRetain") or "")
+    if retained and as_of < retained:
+        raise InvalidInputError(
+            f"{table.base_path}: cannot read as of {as_of}: cleaning ({last.requested_time}) removed the file "
+            f"versions older than {retained} (hoodie.cleaner.commits.retained); read as of {retained} or later"
+        )
+
+
+def incremental_checked(table: TableLike, start: str, end: str | None,
+                        timeline: ActiveTimeline | None = None) -> ScanPlan:
+    """:func:`incremental` over the full history, a range ending before what cleaning kept refused."""
+    tl = timeline or table.timeline()
+    plan = incremental(table, start, end, timeline=tl, history=history(table, tl))
+    check_retained(table, max(plan.read.commit_times or (), default=None), tl)
+    return plan
 
 
 @dataclass(frozen=True)

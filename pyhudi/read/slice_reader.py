@@ -35,6 +35,7 @@ from pyhudi import config as C
 from pyhudi.errors import CorruptFileError, StorageError
 from pyhudi.io.logfile import BlockType, LogBlock
 from pyhudi.io.storage import Storage
+from pyhudi.read.filters import Pred, Stats, all_may_match
 from pyhudi.read.logscan import CommittedInstants, scan_log_blocks
 from pyhudi.read.merge import LogRecords, MergeConfig, Winners, final_merge
 from pyhudi.table.evolution import conform_table
@@ -73,6 +74,7 @@ class ReadSpec:
     commit_times: frozenset[str] | None = None  # incremental: only records written by these commits
     keys: tuple[str, ...] | None = None  # point read: only these record keys
     read_optimized: bool = False  # base files only
+    predicates: tuple[Pred, ...] = ()  # the query's conjuncts: row groups they rule out are skipped (base-only reads)
     batch_rows: int = DEFAULT_BATCH_ROWS
     log_compact_rows: int = DEFAULT_LOG_COMPACT_ROWS
 
@@ -149,6 +151,8 @@ class FileSliceReader:
         self.slice = sl
         self.where = f"{spec.base_path}: file group {sl.file_id}" + (f" in {sl.partition!r}" if sl.partition else "")
         self._wanted = pa.array(list(dict.fromkeys(spec.keys)), pa.string()) if spec.keys is not None else None
+        self.row_groups_total = 0  # of the base file
+        self.row_groups_read = 0
 
     def _abs(self, rel: str) -> str:
         return posixpath.join(self.spec.base_path, rel)
@@ -202,12 +206,45 @@ class FileSliceReader:
                 pf = pq.ParquetFile(f)
                 present = set(pf.schema_arrow.names)
                 cols = [n for n in spec.schema.names if n in present]
-                for b in pf.iter_batches(batch_size=spec.batch_rows, columns=cols):
+                groups = self._row_groups(pf)
+                if not groups:
+                    return
+                for b in pf.iter_batches(batch_size=spec.batch_rows, columns=cols, row_groups=groups):
                     yield conform(b, spec.schema, path)
         except FileNotFoundError as e:
             raise StorageError(f"file not found: {path}") from e
         except (pa.ArrowInvalid, pa.ArrowException) as e:
             raise CorruptFileError(path, f"cannot read parquet: {e}") from None
+
+    def _row_groups(self, pf: pq.ParquetFile) -> list[int]:
+        """The base file's row groups to read: all, or -- when no log record merges into this read (a
+        read-optimized read or a slice without log files) -- those whose statistics do not rule out one of the
+        query's predicates."""
+        md = pf.metadata
+        n = md.num_row_groups
+        self.row_groups_total = n
+        preds = self.spec.predicates
+        if not preds or not (self.spec.read_optimized or not self.slice.log_files):
+            self.row_groups_read = n
+            return list(range(n))
+        wanted = {p.column for p in preds}
+        at = {md.schema.column(j).path: j for j in range(md.num_columns)}
+        cols = {c: at[c] for c in wanted if c in at}
+        keep = []
+        for i in range(n):
+            rg = md.row_group(i)
+            stats: dict[str, Stats] = {}
+            for c, j in cols.items():
+                st = rg.column(j).statistics
+                if st is None:
+                    continue
+                has = st.has_min_max
+                stats[c] = Stats.of(st.min if has else None, st.max if has else None,
+                                    st.null_count if st.has_null_count else None, rg.num_rows)
+            if all_may_match(preds, stats):
+                keep.append(i)
+        self.row_groups_read = len(keep)
+        return keep
 
     # -- merged ------------------------------------------------------------------------------------------------
     def batches(self) -> Iterator[pa.RecordBatch]:

@@ -37,6 +37,7 @@ def warm_up() -> None:
     from pyhudi.read import warm_up as warm_up_reader
 
     warm_up_reader()
+    import pyhudi.spark.source  # noqa: F401 - what the tasks of spark.read.format("hudi") unpickle
 
 
 def main() -> None:

@@ -91,6 +91,9 @@ def get_spark(master: str | None = None, app_name: str = "pyhudi") -> SparkSessi
         builder = builder.config("spark.driver.extraJavaOptions", java_options)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    from pyhudi.spark.source import register
+
+    register(spark)  # spark.read.format("hudi") / "pyhudi"
     if os.environ.get(ENV_QUIET_TASK_FAILURES) == "1":
         quiet_task_failure_logs(spark)
     return spark

@@ -29,7 +29,7 @@ from pyhudi.table.properties import (
     read_table_config,
 )
 from pyhudi.table.schema import avro_schema_json, table_schema, with_meta
-from pyhudi.table.timeline import CLEAN, ActiveTimeline, Instant
+from pyhudi.table.timeline import ActiveTimeline, Instant
 from pyhudi.txn.lock import lock_provider
 from pyhudi.txn.transaction import (
     Concurrency,
@@ -125,10 +125,6 @@ class Table:
     def full_timeline(self, active: ActiveTimeline | None = None) -> FullTimeline:
         """The archived instants and the active timeline together (reads the LSM timeline)."""
         return FullTimeline.load(self.storage, self.base_path, self.config, active or self.timeline())
-
-    def _history(self, active: ActiveTimeline) -> ActiveTimeline | FullTimeline:
-        """``active``, or the full timeline when instants were archived."""
-        return self.full_timeline(active) if self.has_archived_instants() else active
 
     def schema(self) -> pa.Schema:
         """The data schema (without meta columns): the latest commit's writer schema, else the create schema."""
@@ -300,10 +296,7 @@ class Table:
         return self._incremental_plan(start, end).to_arrow()
 
     def _incremental_plan(self, start: str, end: str | None) -> read_plan.ScanPlan:
-        tl = self.timeline()
-        plan = read_plan.incremental(self, start, end, timeline=tl, history=self._history(tl))
-        self._check_retained(max(plan.read.commit_times or (), default=None), tl)
-        return plan
+        return read_plan.incremental_checked(self, start, end)
 
     def _files_for_keys(self, keys: Sequence[str]) -> list[str]:
         """Relative paths of the files (base and log) of the latest file slices the record index names for
@@ -340,42 +333,13 @@ class Table:
         return read_dataframe(spark or get_spark(), plan, split)
 
     def _check_as_of(self, as_of: str | None) -> str | None:
-        """``as_of`` as an instant time: an instant (``yyyyMMddHHmmss[SSS]``) or ``yyyy-MM-dd[ HH:mm:ss[.SSS]]``
-        (as Hudi's ``as.of.instant``); the read sees the commits at or before it."""
-        if as_of is None:
-            return None
-        import re
-
-        raw = as_of.strip()
-        m = re.fullmatch(r"(\d{4})-(\d{2})-(\d{2})(?:[ T](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,3}))?)?", raw)
-        if m:
-            y, mo, d, h, mi, sec, ms = m.groups()
-            raw = f"{y}{mo}{d}{h or '00'}{mi or '00'}{sec or '00'}{(ms or '0').ljust(3, '0') if h else '000'}"
-        if not re.fullmatch(r"\d{14}(\d{3})?", raw):
-            raise InvalidInputError(
-                f"{self.base_path}: cannot read as of {as_of!r}: expected an instant (yyyyMMddHHmmssSSS) or a "
-                "time yyyy-MM-dd[ HH:mm:ss[.SSS]]"
-            )
-        return raw if len(raw) == 17 else raw + "999"
+        """``as_of`` as an instant time (see :func:`pyhudi.read.plan.as_of_instant`)."""
+        return read_plan.as_of_instant(self.base_path, as_of)
 
     def _check_retained(self, as_of: str | None, tl: ActiveTimeline) -> None:
-        """Refuse a read as of a time cleaning may have removed file versions of (Hudi's
-        ``validateTimestampAsOf``): before the earliest commit to retain of the latest completed clean."""
-        if as_of is None:
-            return
-        source: ActiveTimeline | FullTimeline = tl
-        last = tl.completed().by_action(CLEAN).last()
-        if last is None and self.has_archived_instants():  # the latest clean was archived
-            source = self.full_timeline(tl)
-            last = source.completed().by_action(CLEAN).last()
-        if last is None:
-            return
-        retained = str(source.read_completed(last, CLEAN).get("earliestCommitToRetain") or "")
-        if retained and as_of < retained:
-            raise InvalidInputError(
-                f"{self.base_path}: cannot read as of {as_of}: cleaning ({last.requested_time}) removed the file "
-                f"versions older than {retained} (hoodie.cleaner.commits.retained); read as of {retained} or later"
-            )
+        """Refuse a read as of a time cleaning may have removed file versions of (see
+        :func:`pyhudi.read.plan.check_retained`)."""
+        read_plan.check_retained(self, as_of, tl)
 
     def to_arrow(self, as_of: str | None = None, *, read_optimized: bool = False) -> pa.Table:
         """Snapshot read without Spark (driver-local; for small tables and tools): every file slice merged, or

@@ -227,6 +227,7 @@ class WriteTransaction:
         self.pending: Instant | None = None
         self.completed: Instant | None = None
         self.metadata_writer: MetadataWriter | None = None
+        self.metadata_partitions_dropped: list[str] = []
         self.checkpoint: StreamingCheckpoint | None = None
         prefix = str(C.COMMITMETA_KEY_PREFIX.get(self.options) or "")
         #: written into the commit's extraMetadata (Hudi copies options with the commit-metadata key prefix)
@@ -312,6 +313,7 @@ class WriteTransaction:
             raise
         job.timings["total"] = time.perf_counter() - t0
         result.timings = job.timings
+        result.metadata_partitions_dropped = list(self.metadata_partitions_dropped)
         return result
 
     def _skipped(self, operation: str, t0: float) -> WriteResult:
@@ -398,7 +400,9 @@ class WriteTransaction:
             self.heartbeat.start()
             producer.job.instant = self.instant
             writer = MetadataWriter(self.storage, self.base_path, self.config())
-            if writer.reconcile(self.options, tl) is not None:
+            reconciled = writer.reconcile(self.options, tl)
+            self.metadata_partitions_dropped = list(writer.dropped)
+            if reconciled is not None:
                 self.metadata_writer = writer
                 if writer.needs_record_index(self.options):
                     build_record_index(writer, tl, self.options, spark=producer.job.spark)

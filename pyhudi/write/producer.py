@@ -75,6 +75,10 @@ class WriteResult:
     timings: dict[str, float] = field(default_factory=dict)
     #: why nothing was written: the streaming batch was committed before (exactly-once)
     skipped: str | None = None
+    #: metadata partitions the write took out of the table before writing: indexes pyhudi does not maintain
+    #: (column_stats, partition_stats, secondary and expression indexes of a Java-written table), so that no
+    #: reader uses them stale
+    metadata_partitions_dropped: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -86,6 +90,7 @@ class WriteResult:
             "deleted": self.deleted,
             "files_written": self.files_written,
             "partitions": self.partitions,
+            "metadata_partitions_dropped": list(self.metadata_partitions_dropped),
             "timings_s": {k: round(v, 3) for k, v in self.timings.items()},
         }
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
@@ -323,6 +324,9 @@ def check_fixture_after_write(
     write's deltacommit, validate ok, hudi-rs reads ``want``, views agree."""
     table = Table.open(base)
     parts = table.config.metadata_partitions
+    # the write names what it took out
+    assert res.metadata_partitions_dropped == sorted(UNMAINTAINED)
+    assert res.to_dict()["metadata_partitions_dropped"] == sorted(UNMAINTAINED)
     for p in UNMAINTAINED:
         assert p not in parts
         assert not Path(base, ".hoodie", "metadata", p).exists(), p
@@ -399,3 +403,24 @@ def test_upsert_into_java_written_table(spark, tmp_path: Path) -> None:  # type:
     table = check_fixture_after_write(base, res, mdt_before, want, data)
     assert RECORD_INDEX in table.config.metadata_partitions
     assert all(table.lookup(sorted(want)).column("found").to_pylist())
+
+
+@needs_fixture
+def test_cli_write_names_the_metadata_partitions_it_takes_out(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """``pyhudi write`` into the Java table says which metadata partitions it took out (in the session's
+    process: no second Spark)."""
+    base = str(unzip_table(FIXTURE, tmp_path))
+    data = fixture_rows(base)
+    src = tmp_path / "upd.parquet"
+    pq.write_table(data.slice(0, 1), src)
+    args = ["write", base, "--input", str(src), "--operation", "upsert", "--record-key", "txn_id",
+            "--partition-field", "region", "--ordering-field", "txn_ts",
+            "--option", "hoodie.datasource.write.hive_style_partitioning=true"]
+    res = CliRunner().invoke(cli_main, args)
+    assert res.exit_code == 0, res.output
+    line = next(ln for ln in res.output.splitlines() if ln.startswith("metadata partitions taken out"))
+    assert line.endswith(": " + ", ".join(sorted(UNMAINTAINED)))
+    # a second write has nothing left to take out, and says nothing
+    res = CliRunner().invoke(cli_main, [*args, "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output.strip().splitlines()[-1])["metadata_partitions_dropped"] == []

@@ -1,0 +1,147 @@
+"""Spark-native reads: ``spark.read.format("hudi")`` against Spark's own parquet reader given the same files.
+
+A copy-on-write table of ``--rows`` (2M) rows in 365 daily partitions (``dt = yyyy/mm/dd``, one file group per
+day), with the record index; columns ``id`` (the key), ``dt``, ``ts``, ``v`` (double) and ``seq`` (day number *
+10^7 + row: a column whose values follow the partitions, so a range of it falls in a few files). In one
+session, median of ``--repeat`` (3) runs each:
+
+- ``count(*)`` and ``sum(v)``: the whole table, through the source and through ``spark.read.parquet(files)`` on
+  the latest base files;
+- one partition of 365 (``where dt = '<day>'``, ``sum(v)``);
+- one key (``where id = '<key>'``, collected): the record index names the one file group to read;
+- a range of ``seq`` holding ~1% of the rows (four days): this table has no ``column_stats``, so every file is
+  planned and its row groups are skipped by their parquet statistics in the tasks;
+
+and the files each filtered query plans to read (:func:`pyhudi.spark.source.plan_query`).
+
+``python benchmarks/bench_spark_read.py [--rows N] [--base DIR]`` prints one JSON object and stores it in
+benchmarks/results/spark_read.json (``--out``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+DAYS = [(dt.date(2026, 1, 1) + dt.timedelta(days=i)).strftime("%Y/%m/%d") for i in range(365)]
+OPTS = {
+    "hoodie.table.name": "spark_read",
+    "hoodie.datasource.write.recordkey.field": "id",
+    "hoodie.datasource.write.partitionpath.field": "dt",
+    "hoodie.table.ordering.fields": "ts",
+    "hoodie.index.type": "RECORD_INDEX",
+    "hoodie.metadata.record.index.enable": "true",
+}
+
+
+def rows(ids: np.ndarray) -> pa.Table:
+    day = ids % len(DAYS)
+    return pa.table({
+        "id": pa.array([f"id{i:010d}" for i in ids]),
+        "dt": pa.array([DAYS[d] for d in day]),
+        "ts": pa.array(np.ones(len(ids), dtype=np.int64)),
+        "v": pa.array(ids.astype(np.float64)),
+        "seq": pa.array(day.astype(np.int64) * 10_000_000 + ids),
+    })
+
+
+def timed(fn: Callable[[], Any], repeat: int) -> dict[str, Any]:
+    runs = []
+    out = None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        out = fn()
+        runs.append(time.perf_counter() - t0)
+    return {"median_s": round(statistics.median(runs), 3), "runs_s": [round(r, 3) for r in runs],
+            "result": out if isinstance(out, (int, float, str)) or out is None else str(out)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", type=int, default=2_000_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--base", default=None, help="reuse/create the table here")
+    ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "spark_read.json"))
+    a = ap.parse_args()
+
+    from pyhudi.read.filters import EQ, GE, LE, Pred
+    from pyhudi.spark.session import get_spark
+    from pyhudi.spark.source import plan_query
+    from pyhudi.table.table import Table
+
+    spark = get_spark()
+    base = a.base or str(Path(tempfile.mkdtemp(prefix="bench-spark-read-")) / "t")
+    load_s = None
+    if not Table.exists(base):
+        t0 = time.perf_counter()
+        t = Table.create(base, rows(np.arange(1)).schema, OPTS)
+        t.write(spark.createDataFrame(rows(np.arange(a.rows))), "bulk_insert", OPTS)
+        load_s = round(time.perf_counter() - t0, 1)
+        print(f"loaded {a.rows} rows in {load_s}s", file=sys.stderr, flush=True)
+    plan, _ = plan_query({"path": base})
+    files = [os.path.join(base, s.base_file) for s in plan.slices if s.base_file]
+    day = DAYS[151]
+    key = f"id{(a.rows // 2):010d}"
+    d0 = 100  # seq range: four days' rows, ~1.1% of the table and of its files
+    lo, hi = d0 * 10_000_000, (d0 + 4) * 10_000_000 - 1
+    src = spark.read.format("hudi").load(base)
+    pq_df = spark.read.parquet(*files)
+    r = a.repeat
+    res: dict[str, Any] = {
+        "count_hudi": timed(lambda: src.count(), r),
+        "count_parquet": timed(lambda: pq_df.count(), r),
+        "sum_hudi": timed(lambda: src.agg({"v": "sum"}).collect()[0][0], r),
+        "sum_parquet": timed(lambda: pq_df.agg({"v": "sum"}).collect()[0][0], r),
+        "one_partition_hudi": timed(lambda: src.where(f"dt = '{day}'").agg({"v": "sum"}).collect()[0][0], r),
+        "one_partition_parquet": timed(lambda: pq_df.where(f"dt = '{day}'").agg({"v": "sum"}).collect()[0][0], r),
+        "key_hudi": timed(lambda: src.where(f"id = '{key}'").collect()[0]["v"], r),
+        "key_parquet": timed(lambda: pq_df.where(f"id = '{key}'").collect()[0]["v"], r),
+        "range_hudi": timed(lambda: src.where(f"seq between {lo} and {hi}").agg({"v": "sum"}).collect()[0][0], r),
+        "range_parquet": timed(lambda: pq_df.where(f"seq between {lo} and {hi}").agg({"v": "sum"}).collect()[0][0],
+                               r),
+    }
+    planned = {
+        "full": plan_query({"path": base})[1].as_dict(),
+        "one_partition": plan_query({"path": base}, (Pred("dt", EQ, day),))[1].as_dict(),
+        "key": plan_query({"path": base}, (Pred("id", EQ, key),))[1].as_dict(),
+        "range": plan_query({"path": base}, (Pred("seq", GE, lo), Pred("seq", LE, hi)))[1].as_dict(),
+    }
+    full = res["count_hudi"]["median_s"]
+    out = {
+        "rows": a.rows,
+        "partitions": len(DAYS),
+        "files": len(files),
+        "load_s": load_s,
+        "queries": res,
+        "planned": planned,
+        "ratios": {
+            "count_hudi_over_parquet": round(full / res["count_parquet"]["median_s"], 2),
+            "sum_hudi_over_parquet": round(res["sum_hudi"]["median_s"] / res["sum_parquet"]["median_s"], 2),
+            "full_scan_over_one_partition": round(res["sum_hudi"]["median_s"] / res["one_partition_hudi"]["median_s"],
+                                                  1),
+            "full_scan_over_range": round(res["sum_hudi"]["median_s"] / res["range_hudi"]["median_s"], 1),
+        },
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                    "load_avg_at_end": [round(x, 1) for x in os.getloadavg()],
+                    "spark_master": spark.sparkContext.master},
+    }
+    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(a.out).write_text(json.dumps(out, indent=2) + "\n")
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,250 @@
+"""``spark.read.format("hudi")``: Hudi tables as a Spark data source (PySpark's Python Data Source API).
+
+:func:`register` registers the source in a session under ``pyhudi`` and, unless a JVM data source called ``hudi``
+is on the classpath (Apache Hudi's own bundle wins), under ``hudi``; pyhudi's default session does it when it
+starts. Then::
+
+    spark.read.format("hudi").load(path)                                          # latest snapshot
+    spark.read.format("hudi").option("as.of.instant", "20261121093000000").load(path)
+    spark.read.format("hudi").option("hoodie.datasource.query.type", "read_optimized").load(path)
+    (spark.read.format("hudi").option("hoodie.datasource.query.type", "incremental")
+        .option("hoodie.datasource.read.begin.instanttime", t0).load(path))
+    spark.sql(f"CREATE TABLE trips USING hudi LOCATION '{path}'")
+
+How a query runs (PySpark plans a Python source in Python workers the driver's JVM starts, then reads in tasks):
+
+- ``schema()``: the table's columns, meta columns first (a user schema, ``.schema("a string, b long")``, reads
+  only its columns: PySpark hands a Python source no column pruning of its own);
+- ``pushFilters()``: the filters become predicates (:mod:`pyhudi.read.filters`); every filter is handed back, so
+  Spark evaluates them all on the rows read and the result never depends on pruning;
+- ``partitions()``: the scan plan of the query type (:mod:`pyhudi.read.plan`), pruned by partition, record key
+  and column statistics from the metadata table (:mod:`pyhudi.read.pruning`), its file slices packed into tasks
+  by size (:func:`pyhudi.read.spark.pack_tasks`); each task carries the read's description and its slices;
+- ``read()``: in a task, each slice merged by the file-slice reader through the table's storage, as Arrow
+  batches (row groups ruled out by their statistics are skipped where no log record merges).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+from pyhudi import config as C
+from pyhudi.errors import ConfigError, InvalidInputError
+from pyhudi.read.filters import Pred, from_spark
+from pyhudi.read.plan import ScanPlan
+from pyhudi.read.pruning import PruneReport, prune
+from pyhudi.read.slice_reader import FileSliceReader, ReadSpec, SliceSpec, conform
+from pyhudi.table.schema import COMMIT_TIME_COL, IS_DELETED_COL, META_COLUMNS, RECORD_KEY_COL
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.types import StructType
+
+NAME = "hudi"
+ALIAS = "pyhudi"
+PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+SNAPSHOT, READ_OPTIMIZED, INCREMENTAL = "snapshot", "read_optimized", "incremental"
+_PYTHON_SOURCE_CLASS = "org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2"
+
+
+def _path(options: Mapping[str, str]) -> str:
+    path = options.get("path")
+    if not path:
+        raise InvalidInputError(
+            "spark.read.format('hudi'): no table path (use .load(path) or the 'path' option; in SQL, "
+            "CREATE TEMPORARY VIEW t USING hudi OPTIONS (path '...'): PySpark passes a catalog table's LOCATION "
+            "to a Python data source when the table is created, not when it is read)")
+    path = str(path)
+    if path.startswith("file:"):  # Spark's form of a local path (a SQL table's LOCATION): file:/x or file:///x
+        rest = path[len("file:"):]
+        path = "/" + rest.lstrip("/") if rest.startswith("/") else rest
+    return path
+
+
+def query_type(options: Mapping[str, str]) -> str:
+    qt = str(C.QUERY_TYPE.get(options) or SNAPSHOT).strip().lower()
+    if qt not in (SNAPSHOT, READ_OPTIMIZED, INCREMENTAL):
+        raise ConfigError(f"{C.QUERY_TYPE}: expected snapshot, read_optimized or incremental, got {qt!r}")
+    fmt = str(C.INCREMENTAL_FORMAT.get(options) or "latest_state").strip().lower()
+    if fmt != "latest_state":
+        raise ConfigError(f"{C.INCREMENTAL_FORMAT}={fmt}: pyhudi's incremental queries return the latest state "
+                          "of the changed records only (change data capture is not supported)")
+    if qt == INCREMENTAL:
+        if not C.READ_BEGIN_INSTANT.get(options):
+            raise ConfigError(f"an incremental query needs {C.READ_BEGIN_INSTANT}")
+        if C.AS_OF_INSTANT.get(options):
+            raise ConfigError(f"{C.AS_OF_INSTANT} cannot be combined with an incremental query")
+    elif C.READ_BEGIN_INSTANT.get(options) or C.READ_END_INSTANT.get(options):
+        raise ConfigError(f"{C.READ_BEGIN_INSTANT} / {C.READ_END_INSTANT} are for incremental queries "
+                          f"({C.QUERY_TYPE}=incremental)")
+    return qt
+
+
+def plan_query(options: Mapping[str, str], preds: tuple[Pred, ...] = (),
+               columns: tuple[str, ...] | None = None) -> tuple[ScanPlan, PruneReport]:
+    """The pruned scan plan of a query on the table at ``options['path']`` with Hudi's read options, reading
+    ``columns`` (all when None) plus what merging needs. Runs on the driver (a planning worker)."""
+    from pyhudi.read import plan as read_plan
+
+    qt = query_type(options)
+    table = read_plan.open_table(_path(options))
+    tl = table.timeline()
+    if qt == INCREMENTAL:
+        plan = read_plan.incremental_checked(table, str(C.READ_BEGIN_INSTANT.get(options)),
+                                             C.READ_END_INSTANT.get(options), timeline=tl)
+        use_ri = False
+    else:
+        as_of = read_plan.as_of_instant(table.base_path, C.AS_OF_INSTANT.get(options))
+        read_plan.check_retained(table, as_of, tl)
+        ro = qt == READ_OPTIMIZED
+        plan = read_plan.snapshot(table, as_of=as_of, read_optimized=ro, timeline=tl)
+        # the record index locates keys in the latest snapshot (a read-optimized read of a merge-on-read table
+        # may see a record's older copy elsewhere)
+        use_ri = as_of is None and (not ro or table.config.is_cow)
+    skipping = C.bool_option(options, C.READ_DATA_SKIPPING)
+    plan, report = prune(table, plan, preds, timeline=tl, use_record_index=use_ri, column_stats=skipping)
+    if not skipping:
+        plan = ScanPlan(replace(plan.read, predicates=()), plan.slices)
+    if columns is not None:
+        plan = ScanPlan(replace(plan.read, schema=read_schema(plan.read, columns)), plan.slices)
+    return plan, report
+
+
+def read_schema(spec: ReadSpec, columns: tuple[str, ...]) -> pa.Schema:
+    """``columns`` and what merging and filtering need (meta columns, ordering and delete fields), in table
+    order."""
+    need = set(columns) | set(META_COLUMNS) | {RECORD_KEY_COL, COMMIT_TIME_COL, IS_DELETED_COL}
+    need |= set(spec.merge.ordering_fields)
+    if spec.merge.delete_field:
+        need.add(spec.merge.delete_field)
+    missing = [c for c in columns if c not in spec.schema.names]
+    if missing:
+        raise InvalidInputError(f"{spec.base_path}: the schema given to the read names column(s) {missing}, which "
+                                f"the table does not have (its columns: {spec.schema.names})")
+    return pa.schema([f for f in spec.schema if f.name in need])
+
+
+@dataclass(frozen=True)
+class SliceGroup:
+    """What one task reads: the read's description and its file slices."""
+
+    spec: ReadSpec
+    slices: tuple[SliceSpec, ...]
+
+
+class HudiPartition(InputPartition):
+    def __init__(self, group: SliceGroup) -> None:
+        super().__init__(group)
+
+
+def read_group(group: SliceGroup, target: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """A task's rows: each slice merged, as batches of ``target`` (the columns Spark expects, its types)."""
+    names = target.names
+    for sl in group.slices:
+        for b in FileSliceReader(group.spec, sl).batches():
+            yield from conform(b.select(names), target, group.spec.base_path).to_batches()
+
+
+class HudiDataSource(DataSource):
+    """The data source (see the module docstring); :func:`register` registers it under its names."""
+
+    #: the session's default parallelism (set by :func:`register`): a query gets at least this many tasks when
+    #: it has that many file slices
+    parallelism = 2
+
+    @classmethod
+    def name(cls) -> str:
+        return NAME
+
+    def schema(self) -> StructType:
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        from pyhudi.read.plan import open_table
+        from pyhudi.table.schema import with_meta
+
+        query_type(self.options)
+        return from_arrow_schema(with_meta(open_table(_path(self.options)).schema()))
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return HudiReader(dict(self.options), schema, self.parallelism)
+
+
+class HudiReader(DataSourceReader):
+    def __init__(self, options: dict[str, str], schema: StructType, parallelism: int) -> None:
+        self.options = options
+        self.schema = schema
+        self.parallelism = parallelism
+        self.preds: tuple[Pred, ...] = ()
+
+    def pushFilters(self, filters: list[Any]) -> Iterator[Any]:
+        pairs = from_spark(filters)
+        self.preds = tuple(p for _, p in pairs if p is not None)
+        # Spark evaluates every filter on the rows read: pruning only skips data that cannot match
+        yield from filters
+
+    def partitions(self) -> list[InputPartition]:
+        from pyhudi.read.spark import pack_tasks
+
+        plan, _ = plan_query(self.options, self.preds, tuple(self.schema.fieldNames()))
+        if not plan.slices:
+            return []
+        split = C.int_option(self.options, C.READ_SPLIT_BYTES, 1)
+        task_of = pack_tasks([s.size for s in plan.slices], split, self.parallelism)
+        groups: list[list[SliceSpec]] = [[] for _ in range(max(task_of) + 1)]
+        for t, sl in zip(task_of, plan.slices, strict=True):
+            groups[t].append(sl)
+        return [HudiPartition(SliceGroup(plan.read, tuple(g))) for g in groups if g]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        group = partition.value
+        if not isinstance(group, SliceGroup):
+            return iter(())
+        return read_group(group, to_arrow_schema(self.schema, timezone="UTC"))
+
+
+def _source_class(name: str, parallelism: int) -> type[HudiDataSource]:
+    """A subclass named ``name`` carrying the session's parallelism (defined here, it pickles by value)."""
+
+    class Source(HudiDataSource):
+        @classmethod
+        def name(cls) -> str:
+            return name
+
+    Source.parallelism = max(1, parallelism)
+    return Source
+
+
+def jvm_source(spark: SparkSession, name: str) -> str | None:
+    """The class of the JVM data source ``name`` (None when there is none, or only a Python one)."""
+    try:
+        jvm = spark.sparkContext._jvm
+        assert jvm is not None
+        cls = jvm.org.apache.spark.sql.execution.datasources.DataSource.lookupDataSource(
+            name, spark._jsparkSession.sessionState().conf())
+        found = str(cls.getName())
+    except Exception:
+        return None
+    return None if found == _PYTHON_SOURCE_CLASS else found
+
+
+def register(spark: SparkSession) -> list[str]:
+    """Register the data source in ``spark`` under ``pyhudi`` and, when no JVM source answers to ``hudi``,
+    under ``hudi``; turns on PySpark's filter pushdown for Python sources. Returns the names registered."""
+    try:
+        parallelism = int(spark.sparkContext.defaultParallelism)
+    except Exception:  # Spark Connect: no SparkContext here
+        parallelism = 2
+    spark.conf.set(PUSHDOWN_CONF, "true")
+    names = [ALIAS]
+    if jvm_source(spark, NAME) is None:
+        names.insert(0, NAME)
+    for n in names:
+        spark.dataSource.register(_source_class(n, parallelism))
+    return names
