@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import random
 import re
-import time
 from pathlib import Path
 from typing import Any
 
@@ -169,9 +168,7 @@ def test_evolving_writes_read_back_by_every_reader(spark, tmp_path: Path) -> Non
         cols = [c for c, _ in input_schema]
         rng.shuffle(cols)  # the input's column order does not place the table's columns
         arrow = pa.Table.from_pylist(batch, schema=pa.schema([(c, dict(input_schema)[c]) for c in cols]))
-        t0 = time.perf_counter()
         res = table.write(spark.createDataFrame(arrow), op, opts)
-        print(f"step {step}: write {time.perf_counter() - t0:.1f}s")
         model.apply(op, batch, res.instant)
         instants.append(res.instant)
         schemas[res.instant] = list(schema)
