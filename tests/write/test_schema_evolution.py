@@ -130,24 +130,30 @@ STEPS = [
 ]
 
 @pytest.mark.slow
-def test_evolving_writes_read_back_by_every_reader(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_evolving_writes_read_back_by_every_reader(spark, tmp_path: Path, table_type: str) -> None:  # type: ignore[no-untyped-def]
     path = str(tmp_path / "evo")
     work = Workload(22)
     rng = work.rng
     schema = list(S0)  # the expected table schema
-    table = Table.create(path, pa.schema(schema), OPTS)
+    base_opts = {**OPTS, "hoodie.datasource.write.table.type": table_type}
+    mor = table_type == "MERGE_ON_READ"
+    # hudi-rs 0.5 refuses a merge-on-read log block whose column type was promoted since: it is compared until then
+    promoted = False
+    table = Table.create(path, pa.schema(schema), base_opts)
     model = Model(SPEC, ())
     schemas: dict[str, list[tuple[str, pa.DataType]]] = {}
     instants: list[str] = []
     for step, (op, evolution) in enumerate(STEPS):
         input_schema = list(schema)
-        opts = dict(OPTS)
+        opts = dict(base_opts)
         for ev in filter(None, evolution.split(",")):
             kind, col, *rest = ev.split(":")
             if kind == "add":
                 schema.append((col, TYPES[rest[0]]))
                 input_schema.append((col, TYPES[rest[0]]))
             elif kind == "promote":
+                promoted = True
                 schema = [(c, TYPES[rest[0]] if c == col else t) for c, t in schema]
                 input_schema = [(c, TYPES[rest[0]] if c == col else t) for c, t in input_schema]
             elif kind == "asbytes":  # bytes into a string column: converted to the table's type (Hudi's)
@@ -176,7 +182,8 @@ def test_evolving_writes_read_back_by_every_reader(spark, tmp_path: Path) -> Non
 
         assert [(f.name, f.type) for f in table.schema()] == schema, where
         want = expected(model.rows, schema)
-        assert got(hudi_rs(path), schema) == want, f"{where}: hudi-rs"
+        if not (mor and promoted):
+            assert got(hudi_rs(path), schema) == want, f"{where}: hudi-rs"
         assert got(table.to_arrow(), schema) == want, f"{where}: to_arrow"
         keys = [rk for (_, rk) in list(model.rows)[:5]] + ["nope"]
         assert got(table.read_keys(keys), schema) == [w for w in want if w[0] in keys], f"{where}: read_keys"
@@ -195,15 +202,22 @@ def test_evolving_writes_read_back_by_every_reader(spark, tmp_path: Path) -> Non
         at = table.to_arrow(as_of=inst)
         assert [(f.name, f.type) for f in at.schema][5:] == s, inst
         assert got(at, s) == expected(history[inst], s), f"to_arrow as of {inst}"
-        assert got(hudi_rs(path, as_of=inst), s) == expected(history[inst], s, latest), f"hudi-rs as of {inst}"
+        if not mor:
+            assert got(hudi_rs(path, as_of=inst), s) == expected(history[inst], s, latest), f"hudi-rs as of {inst}"
     mid = instants[len(instants) // 2]
     assert got(table.read(spark, as_of=mid).toArrow(), schemas[mid]) == expected(history[mid], schemas[mid])
     commits = list(table.timeline().completed_commits())
-    bounds = ["00000000000000000"] + [c.completion_time or "" for c in commits]
+    # the writes' own commits (a merge-on-read table's inline compaction commits too, and reads of a window that
+    # holds only a compaction are empty, as Hudi's)
+    bounds = ["00000000000000000"] + [c.completion_time or "" for c in commits if c.requested_time in instants]
     for i, inst in enumerate(instants):
         want = expected(history[inst], schema, only={inst})
         assert got(table.incremental_arrow(bounds[i], bounds[i + 1]), schema) == want, f"incremental {inst}"
-        assert got(hudi_rs(path, start=bounds[i], end=bounds[i + 1]), schema) == want, f"hudi-rs incr {inst}"
+        if not mor:
+            assert got(hudi_rs(path, start=bounds[i], end=bounds[i + 1]), schema) == want, f"hudi-rs incr {inst}"
+    if mor:  # the deltacommits appended log files, and the inline compaction ran (5 deltacommits)
+        assert any(".log." in p.name for p in Path(path).rglob(".*") if ".hoodie" not in p.parts)
+        assert any(c.action == "commit" for c in commits)
 
 
 # -- refusals -------------------------------------------------------------------------------------------------
