@@ -60,14 +60,14 @@ def driver_java_options(java: str, java_version: str) -> str:
 # what the archiving process runs: the classes of a write (bulk insert, upsert, delete with the record index and
 # the metadata table), a snapshot read through Spark and on the driver, and a key lookup
 _WORKLOAD = """
-import os, sys, tempfile
+import os, sys
 import pyarrow as pa
 from pyhudi.spark.session import get_spark
 from pyhudi.table.table import Table
 spark = get_spark()
 with open(sys.argv[1], "w") as f:
     f.write(str(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()))
-base = os.path.join(tempfile.mkdtemp(prefix="pyhudi-cds-"), "t")
+base = os.path.join(os.getcwd(), "t")  # the build's temporary directory, removed after it
 opts = {"hoodie.table.name": "cds", "hoodie.datasource.write.recordkey.field": "id",
         "hoodie.datasource.write.partitionpath.field": "p", "hoodie.table.ordering.fields": "ts"}
 def rows(ids, ts):
