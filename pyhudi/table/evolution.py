@@ -34,7 +34,7 @@ from typing import Any
 import pyarrow as pa
 
 from pyhudi.errors import InvalidInputError
-from pyhudi.table.schema import META_COLUMNS
+from pyhudi.table.schema import META_COLUMNS, avro_primitive
 
 #: Avro's schema-resolution promotions: writer type -> reader types that can read it
 PROMOTIONS: dict[str, frozenset[str]] = {
@@ -47,25 +47,6 @@ PROMOTIONS: dict[str, frozenset[str]] = {
 
 _ALLOWED = ("allowed: new nullable columns, int -> long/float/double, long -> float/double, float -> double, "
             "string <-> bytes, non-nullable -> nullable")
-
-
-def avro_primitive(t: pa.DataType) -> str | None:
-    """The plain Avro primitive an Arrow type is written as (None for logical, nested and other types)."""
-    if pa.types.is_int8(t) or pa.types.is_int16(t) or pa.types.is_int32(t):
-        return "int"
-    if pa.types.is_int64(t):
-        return "long"
-    if pa.types.is_float32(t):
-        return "float"
-    if pa.types.is_float64(t):
-        return "double"
-    if pa.types.is_string(t) or pa.types.is_large_string(t):
-        return "string"
-    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
-        return "bytes"
-    if pa.types.is_boolean(t):
-        return "boolean"
-    return None
 
 
 _CANONICAL = {"int": pa.int32(), "long": pa.int64(), "float": pa.float32(), "double": pa.float64(),

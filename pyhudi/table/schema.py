@@ -68,11 +68,8 @@ def _record(fields: list[pa.Field], name: str, namespace: str) -> dict[str, Any]
     return {"type": "record", "name": name, "namespace": namespace, "fields": out}
 
 
-def _avro_type(t: pa.DataType, field_name: str, ns: str) -> Any:
-    if pa.types.is_string(t) or pa.types.is_large_string(t):
-        return "string"
-    if pa.types.is_boolean(t):
-        return "boolean"
+def avro_primitive(t: pa.DataType) -> str | None:
+    """The plain Avro primitive an Arrow type is written as (None for logical, nested and other types)."""
     if pa.types.is_int8(t) or pa.types.is_int16(t) or pa.types.is_int32(t):
         return "int"
     if pa.types.is_int64(t):
@@ -81,8 +78,19 @@ def _avro_type(t: pa.DataType, field_name: str, ns: str) -> Any:
         return "float"
     if pa.types.is_float64(t):
         return "double"
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return "string"
     if pa.types.is_binary(t) or pa.types.is_large_binary(t):
         return "bytes"
+    if pa.types.is_boolean(t):
+        return "boolean"
+    return None
+
+
+def _avro_type(t: pa.DataType, field_name: str, ns: str) -> Any:
+    primitive = avro_primitive(t)
+    if primitive is not None:
+        return primitive
     if pa.types.is_date32(t):
         return {"type": "int", "logicalType": "date"}
     if pa.types.is_timestamp(t):

@@ -6,6 +6,7 @@ touch the same file groups with the same number of entries."""
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -54,10 +55,7 @@ def _run(spark, base: str) -> list[dict]:  # type: ignore[no-untyped-def]
 def _log_files(base: str) -> list[tuple[str, int]]:
     """(file group, number of log files) of the record index's partition."""
     folder = Path(base) / ".hoodie" / "metadata" / "record_index"
-    groups: dict[str, int] = {}
-    for f in folder.iterdir():
-        if f.name.startswith("."):
-            groups[f.name.split("_")[0].lstrip(".")] = groups.get(f.name.split("_")[0].lstrip("."), 0) + 1
+    groups = Counter(f.name.split("_")[0].lstrip(".") for f in folder.iterdir() if f.name.startswith("."))
     return sorted(groups.items())
 
 
