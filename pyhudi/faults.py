@@ -8,7 +8,8 @@ A point is reached with :func:`at`. What happens there comes from
   :class:`InjectedFault`), ``hang_<point>`` (sleep an hour: a process for the test to kill), ``kill_<point>``
   (SIGKILL the process itself: a real ``kill -9`` at an exact place) or ``wait_<point>`` (create the file
   ``$PYHUDI_TEST_FAULT_RELEASE.waiting``, then wait until ``$PYHUDI_TEST_FAULT_RELEASE`` exists: two processes
-  interleaved exactly);
+  interleaved exactly) or ``retry_<point>`` (raise in the first attempt of a Spark task only: a task that fails
+  once and succeeds when the scheduler retries it, as on a cluster);
 - handlers registered in this process with :func:`inject` (a callable run at the point, e.g. one that raises or
   that runs a concurrent write; ``"name.*"`` matches every point under ``name.``).
 
@@ -67,6 +68,18 @@ def at(point: str, fault_spec: str | None = None) -> None:
             os.kill(os.getpid(), signal.SIGKILL)
         if entry == f"wait_{point}":
             _wait_for_release(point)
+        if entry == f"retry_{point}" and _first_task_attempt():
+            raise InjectedFault(f"injected fault: {point} (first attempt of the task)")
+
+
+def _first_task_attempt() -> bool:
+    """In a Spark task, and its first attempt (the scheduler retries it when the master allows)."""
+    try:
+        from pyspark import TaskContext
+    except ImportError:  # pragma: no cover - pyspark is a dependency
+        return False
+    tc = TaskContext.get()
+    return tc is not None and tc.attemptNumber() == 0
 
 
 def _wait_for_release(point: str, timeout_s: float = 600) -> None:

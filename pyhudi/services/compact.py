@@ -202,6 +202,7 @@ def execute_compaction(
                                compacted=True)
     if on_commit is not None:
         on_commit(instant, metadata)
+    markers.reconcile_against_markers(storage, base_path, instant, metadata)
     faults.at("compaction.before_complete", fault)
     now = timeline.reload()
     done = now.complete(inflight, metadata, completion_time(now))

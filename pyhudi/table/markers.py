@@ -22,9 +22,11 @@ from __future__ import annotations
 import enum
 import posixpath
 import re
+from typing import Any
 
 from pyhudi.errors import CorruptFileError, PyHudiError
 from pyhudi.io.storage import Storage
+from pyhudi.table.filenames import parse_data_file_name
 from pyhudi.table.partition_path import file_name_problem, partition_path_problem, shown
 from pyhudi.table.properties import METAFOLDER
 
@@ -146,3 +148,32 @@ def delete_markers(storage: Storage, base_path: str, instant_time: str) -> None:
     """Delete the marker directory of ``instant_time`` (no-op if absent)."""
     storage = storage.rooted(base_path)
     storage.delete(marker_dir(base_path, instant_time), missing_ok=True)
+
+
+def reconcile_against_markers(
+    storage: Storage, base_path: str, instant_time: str, commit_metadata: dict[str, Any]
+) -> list[str]:
+    """Delete the data files of ``instant_time`` that its markers name but its commit does not: what a failed or
+    speculative Spark task attempt wrote before another attempt of the task succeeded (apache/hudi
+    ``HoodieTable.reconcileAgainstMarkers``). Called before the instant completes, so no reader ever sees them.
+
+    Only files named with ``instant_time`` are deleted (a marker naming another instant's file is left alone), and
+    only inside the table. Returns the deleted paths relative to the table.
+    """
+    kept = {
+        str(s.get("path") or "").strip("/")
+        for stats in (commit_metadata.get("partitionToWriteStats") or {}).values()
+        for s in stats or ()
+    }
+    storage = storage.rooted(base_path)
+    gone = []
+    for partition, file_name, _ in list_marked_files(storage, base_path, instant_time):
+        rel = posixpath.join(partition, file_name) if partition else file_name
+        parsed = parse_data_file_name(file_name)
+        if rel in kept or parsed is None or parsed.instant != instant_time:
+            continue
+        path = posixpath.join(base_path, rel)
+        if storage.exists(path):
+            storage.delete(path, missing_ok=True, dirs=False)
+            gone.append(rel)
+    return gone

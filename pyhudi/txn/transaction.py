@@ -13,7 +13,8 @@
 4. **Commit** (under the lock): this write's heartbeat must still be its own; the timeline is reloaded and the
    write checked against what completed since it began (optimistic concurrency: the file groups both touched,
    :mod:`pyhudi.txn.conflict`; single writer: any other write); the metadata table's deltacommit is applied (files
-   partition, record index: in commit order, so the index never points at a losing writer's file); the instant
+   partition, record index: in commit order, so the index never points at a losing writer's file); the data
+   files of failed or speculative task attempts (named by a marker, not by a write stat) are deleted; the instant
    completes, with a completion time after every time on the timeline. Then the markers and the heartbeat go.
 5. **Post-commit services**, each under the lock: (LAZY) rollback of failed writes, cleaning, metadata-table
    compaction, timeline archival (``hoodie.archive.automatic``; :mod:`pyhudi.services.archive`).
@@ -439,6 +440,8 @@ class WriteTransaction:
                     rli = record_index_updates(self.storage, self.base_path, producer.status_df, job.spark,
                                                self.instant, job.parallelism)
                 self.metadata_writer.apply_commit(self.instant, metadata, extra=rli)
+            # after every Spark job of the write (the record-index update may recompute write tasks)
+            markers.reconcile_against_markers(self.storage, self.base_path, self.instant, metadata)
             faults.at("before_data_commit", self.fault_spec)
             self.completed = now.complete(self.pending, metadata, self.gen.next(floor=now.latest_time()))
         markers.delete_markers(self.storage, self.base_path, self.instant)

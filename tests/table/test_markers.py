@@ -10,6 +10,7 @@ from pyhudi.table.markers import (
     list_marked_files,
     marker_path,
     markers_exist,
+    reconcile_against_markers,
 )
 
 LOCAL = Storage.from_uri("/")[0]
@@ -63,3 +64,28 @@ def test_markers_pickle_free_api_in_subprocess(tmp_path: Path) -> None:
             [(LOCAL, str(tmp_path), T, "p", f"f{i}_0-1-0_{T}.parquet", "CREATE") for i in range(4)],
         )
     assert len(list_marked_files(LOCAL, str(tmp_path), T)) == 4
+
+
+def test_reconcile_deletes_only_unreported_files_of_the_instant(tmp_path: Path) -> None:
+    """A failed task attempt's files (marked, not in the commit) go; the commit's files, files of other instants
+    and unmarked files stay."""
+    base = str(tmp_path)
+    other = "20251231000000001"
+    good = f"f1-0_0-1-7_{T}.parquet"
+    stray = f"f1-0_0-1-3_{T}.parquet"  # the same task, an earlier attempt
+    stray_log = f".f2-0_{T}.log.1_1-1-4"
+    foreign = f"f3-0_0-1-0_{other}.parquet"  # a marker naming another instant's file: never deleted here
+    unmarked = f"f4-0_0-1-9_{T}.parquet"
+    files = {"p=1": [good, stray, foreign, unmarked], "": [stray_log]}
+    for part, names in files.items():
+        for n in names:
+            (tmp_path / part / n).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / part / n).write_bytes(b"x")
+    for part, n in [("p=1", good), ("p=1", stray), ("", stray_log), ("p=1", foreign)]:
+        create_marker(LOCAL, base, T, part, n, IOType.CREATE)
+    metadata = {"partitionToWriteStats": {"p=1": [{"path": f"p=1/{good}"}]}}
+    assert sorted(reconcile_against_markers(LOCAL, base, T, metadata)) == [stray_log, f"p=1/{stray}"]
+    left = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file() and ".hoodie" not in str(p))
+    assert left == sorted(f"p=1/{n}" for n in (good, foreign, unmarked))
+    assert reconcile_against_markers(LOCAL, base, T, metadata) == []  # idempotent
+    assert reconcile_against_markers(LOCAL, base, "20260202000000000", metadata) == []  # no markers: nothing

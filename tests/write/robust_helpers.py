@@ -88,6 +88,19 @@ def files_with_instant(base: str | Path, instant: str) -> list[Path]:
     return [p for p in parquet_files(base) if instant_of(p) == instant]
 
 
+def data_files_with_instant(base: str | Path, instant: str) -> set[str]:
+    """Every base and log file of the table named with ``instant`` (paths relative to the table)."""
+    from pyhudi.table.filenames import parse_data_file_name
+
+    root = Path(base)
+    out = set()
+    for p in root.rglob("*"):
+        parsed = parse_data_file_name(p.name) if p.is_file() and ".hoodie" not in p.parts else None
+        if parsed is not None and parsed.instant == instant:
+            out.add(str(p.relative_to(root)))
+    return out
+
+
 def tree(base: str | Path) -> dict[str, int]:
     """Every file under the table (relative path -> size): a write that "writes nothing" leaves it unchanged."""
     root = Path(base)

@@ -14,6 +14,7 @@ from tests.write.robust_helpers import (
     OPTS,
     SCHEMA,
     apply,
+    data_files_with_instant,
     expected,
     files_with_instant,
     hudi_rs_read,
@@ -63,3 +64,30 @@ def test_small_flow(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-d
     apply(model, "insert", batch)
     assert files_with_instant(base, failed[0]) == []
     check("after the rollback")
+
+    # a task that fails once after writing its file and succeeds when retried (the cluster retries tasks; a local
+    # master does not): the commit keeps the retry's files and deletes the failed attempt's, on both table types
+    if not _retries_tasks(spark):
+        return
+    batch = rows(range(0, 90, 9), ts=4, v=0.125)
+    res = t.write(spark.createDataFrame(to_arrow(batch)), "upsert", {**OPTS, FAULT_OPTION: "retry_after_write"})
+    apply(model, "upsert", batch)
+    assert data_files_with_instant(base, res.instant) == {s.path for s in res.stats}
+    check("after a retried task")
+    mor = str(tmp_path / "mor")
+    mor_opts = {**OPTS, "hoodie.table.type": "MERGE_ON_READ"}
+    mor_model: dict = {}
+    m = Table.create(mor, SCHEMA, mor_opts)
+    for op, batch, fault in [("insert", rows(range(30)), "retry_after_write"),
+                             ("upsert", rows(range(0, 40, 3), ts=2, v=0.5), "retry_after_write")]:
+        res = m.write(spark.createDataFrame(to_arrow(batch)), op, {**mor_opts, FAULT_OPTION: fault})
+        apply(mor_model, op, batch)
+        assert data_files_with_instant(mor, res.instant) == {s.path for s in res.stats}
+        assert table_rows(hudi_rs_read(mor)) == expected(mor_model), op
+        assert table_rows(Table.open(mor).to_arrow()) == expected(mor_model), op
+
+
+def _retries_tasks(spark) -> bool:  # type: ignore[no-untyped-def]
+    """Whether the master retries a failed task: a cluster does (spark.task.maxFailures), ``local[N]`` does not."""
+    master = spark.sparkContext.master
+    return master.startswith("local-cluster") or not master.startswith("local") or master.count(",") == 1

@@ -24,6 +24,7 @@ from tests.write.robust_helpers import (
     SCHEMA,
     apply,
     cli_env,
+    data_files_with_instant,
     expected,
     files_with_instant,
     full_rows,
@@ -217,3 +218,57 @@ def test_kill9_at_each_commit_step_then_next_write(spark, tmp_path: Path, point:
     rep = validate_table(Table.open(base))
     assert rep.ok, rep.to_dict()
     _lookups_agree(base, model)
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_files_of_failed_task_attempts_are_deleted_at_commit(spark, tmp_path: Path, table_type: str) -> None:  # type: ignore[no-untyped-def]
+    """A Spark task that failed after writing its file and was retried (or a speculative duplicate) leaves a data
+    file with another write token, and its marker: the commit deletes it before completing, so the table holds
+    exactly the files the commit names (what hudi-rs, listing the partitions, reads)."""
+    from pyhudi import faults
+    from pyhudi.table.filenames import BaseFileName, LogFileName, parse_data_file_name
+
+    base = str(tmp_path / "t")
+    opts = {**OPTS, "hoodie.table.type": table_type}
+    model: dict = {}
+    t = Table.create(base, SCHEMA, opts)
+    for op, batch in [("insert", rows(range(10))), ("upsert", rows(range(5, 15), ts=2, v=0.5))]:
+        t.write(spark.createDataFrame(to_arrow(batch)), op, opts)
+        apply(model, op, batch)
+    strays: list[str] = []
+
+    def earlier_attempts(point: str) -> None:  # what a failed first attempt of every write task left
+        pending = _pending_instants(base)
+        assert len(pending) == 1
+        instant = pending[0]
+        for part, name, io_type in markers.list_marked_files(markers_storage(), base, instant):
+            parsed = parse_data_file_name(name)
+            if isinstance(parsed, BaseFileName):
+                other = BaseFileName(parsed.file_id, "9-9-999", parsed.instant, parsed.extension).name
+            else:
+                assert isinstance(parsed, LogFileName)
+                other = LogFileName(parsed.file_id, parsed.instant, parsed.version, "9-9-999", parsed.extension,
+                                    parsed.cdc).name
+            src = Path(base, part, name)
+            Path(base, part, other).write_bytes(src.read_bytes()[: max(1, src.stat().st_size // 2)])  # torn
+            markers.create_marker(markers_storage(), base, instant, part, other, io_type)
+            strays.append(str(Path(part, other)))
+
+    batch = rows(range(0, 20, 2), ts=3, v=0.25)  # updates in both partitions and new keys
+    with faults.inject("before_commit", earlier_attempts):
+        res = t.write(spark.createDataFrame(to_arrow(batch)), "upsert", opts)
+    apply(model, "upsert", batch)
+    assert strays
+    assert data_files_with_instant(base, res.instant) == {s.path for s in res.stats}
+    assert not any(Path(base, s).exists() for s in strays)
+    assert not Path(markers.marker_dir(base, res.instant)).exists()
+    assert table_rows(hudi_rs_read(base)) == expected(model)
+    assert table_rows(Table.open(base).to_arrow()) == expected(model)
+    rep = validate_table(Table.open(base))
+    assert rep.ok, rep.to_dict()
+
+
+def markers_storage():  # type: ignore[no-untyped-def]
+    from pyhudi.io.storage import Storage
+
+    return Storage.from_uri("/")[0]
