@@ -108,15 +108,33 @@ def build(path: Path | None = None) -> Path:
             ENV_DRIVER_JAVA_OPTIONS: f"{base_options} -XX:ArchiveClassesAtExit={tmp} {_QUIET}".strip(),
         }
         try:
-            subprocess.run([sys.executable, "-c", _WORKLOAD, pid_file], env=env, check=True, cwd=work,
-                           stdout=subprocess.DEVNULL)
+            run = subprocess.run([sys.executable, "-c", _WORKLOAD, pid_file], env=env, cwd=work,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            if run.returncode != 0:
+                raise CdsBuildError(f"the archiving Spark workload failed (exit code {run.returncode}): "
+                                    f"{_failure_summary(run.stderr)}")
             _wait_for_exit(int(Path(pid_file).read_text()))  # the JVM writes the archive as it exits
             if not tmp.is_file() or tmp.stat().st_size == 0:
-                raise RuntimeError(f"the JVM wrote no class-data archive at {tmp}")
+                raise CdsBuildError(f"the JVM wrote no class-data archive at {tmp}")
             os.replace(tmp, target)
+        except OSError as e:
+            raise CdsBuildError(str(e)) from e
         finally:
             tmp.unlink(missing_ok=True)
     return target
+
+
+def _failure_summary(stderr: str) -> str:
+    """The lines of a failed process's output that say why: the launcher's and the JVM's ``Error`` lines, then the
+    last line (a Python exception)."""
+    lines = [ln.strip() for ln in stderr.strip().splitlines() if ln.strip()]
+    said = [ln for ln in lines if ln.lower().startswith("error")][:3]
+    last = lines[-1:] if lines else ["(no output)"]
+    return "; ".join(dict.fromkeys(said + last))
+
+
+class CdsBuildError(RuntimeError):
+    """The archive could not be built (Spark then starts without it)."""
 
 
 def _wait_for_exit(pid: int, timeout: float = 300.0) -> None:
@@ -129,12 +147,23 @@ def _wait_for_exit(pid: int, timeout: float = 300.0) -> None:
         except PermissionError:  # another user's process: not ours, ours is gone
             return
         time.sleep(0.2)
-    raise RuntimeError(f"the Spark driver JVM (pid {pid}) did not exit within {timeout:.0f} s")
+    raise CdsBuildError(f"the Spark driver JVM (pid {pid}) did not exit within {timeout:.0f} s")
 
 
 def main() -> None:
+    """Build the archive; a failure is reported in a few lines (not a traceback) and is not an error: Spark starts
+    without an archive, only slower. No usable Java is an error (exit code 1): Spark cannot start at all."""
+    from pyhudi.errors import ConfigError
+
     t0 = time.perf_counter()
-    path = build()
+    try:
+        path = build()
+    except ConfigError as e:
+        raise SystemExit(f"error: {e}") from None
+    except CdsBuildError as e:
+        print(f"warning: no Spark class-data archive was built, so a new Spark session starts a few seconds slower "
+              f"(everything else works): {e}", file=sys.stderr)
+        return
     print(f"Spark class-data archive: {path} ({path.stat().st_size / 2**20:.0f} MiB, "
           f"built in {time.perf_counter() - t0:.0f} s)")
 

@@ -42,3 +42,22 @@ def test_local_session_maps_the_archive(spark) -> None:  # type: ignore[no-untyp
         pytest.skip(f"no class-data archive at {path} (make venv builds it: python -m pyhudi.spark.cds)")
     args = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments()
     assert f"-XX:SharedArchiveFile={path}" in {str(args.get(i)) for i in range(args.size())}
+
+
+def test_failed_build_is_a_short_warning(tmp_path: Path) -> None:
+    """A Spark that cannot start the archiving workload (spark-submit refuses -Xmx in the driver's Java options): a warning naming the cause, no traceback, no archive, exit 0
+    (Spark works without the archive)."""
+    import os
+    import subprocess
+    import sys
+
+    target = tmp_path / "a.jsa"
+    env = dict(os.environ, PYHUDI_SPARK_CDS=str(target), PYHUDI_SPARK_DRIVER_JAVA_OPTIONS="-Xmx1k")
+    r = subprocess.run([sys.executable, "-m", "pyhudi.spark.cds"], env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stderr.startswith("warning: no Spark class-data archive was built"), r.stderr[-2000:]
+    assert "the archiving Spark workload failed" in r.stderr
+    assert "Xmx" in r.stderr and "Traceback" not in r.stderr and len(r.stderr.splitlines()) == 1, r.stderr
+    assert not target.exists()
+    assert not list(tmp_path.iterdir())
