@@ -1,4 +1,4 @@
-"""A long-running pipeline: 200 small commits into one table in one Spark session, archival, cleaning and the
+"""A long-running pipeline: 150 small commits into one table in one Spark session, archival, cleaning and the
 metadata table's compaction on their defaults (:mod:`pyhudi.bench.soak`'s workload; ``benchmarks/bench_soak.py``
 runs thousands of them outside CI).
 
@@ -26,7 +26,7 @@ from tests.table._fabricate import LOCAL
 
 pytest.importorskip("hudi")
 
-COMMITS = 200
+COMMITS = 150  # enough for 11 archival runs of the data table with the defaults: its LSM layers compact
 KEEP_MIN, KEEP_MAX = 20, 30  # hoodie.keep.min.commits / hoodie.keep.max.commits defaults
 CLEANER_RETAINED = 10  # hoodie.cleaner.commits.retained default
 MDT_MAX_DELTA = 10  # hoodie.metadata.compact.max.delta.commits default
@@ -47,7 +47,7 @@ def small_shuffles(spark):  # type: ignore[no-untyped-def]
 
 @pytest.mark.spark
 @pytest.mark.slow
-def test_two_hundred_small_commits_in_one_session(small_shuffles, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_a_hundred_and_fifty_small_commits_in_one_session(small_shuffles, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     spark = small_shuffles
     base = str(tmp_path / "t")
     Table.create(base, SCHEMA, OPTIONS)
@@ -122,7 +122,7 @@ def test_two_hundred_small_commits_in_one_session(small_shuffles, tmp_path: Path
         figures["median_cpu_commits_10_60_s"] = round(statistics.median(cpu[10:60]), 3)
         figures["median_cpu_last_50_s"] = round(statistics.median(cpu[-50:]), 3)
     print(f"\nlong pipeline: {figures}")
-    # the active timelines stay bounded, so a commit costs no more after 200 of them than after 10. Judged on the
+    # the active timelines stay bounded, so a commit costs no more after 150 of them than after 10. Judged on the
     # CPU seconds of this process tree where /proc gives them: the suite runs beside other tests (pytest-xdist) on
     # a shared machine, whose load moves wall-clock latency by more than 1.3x either way (seen here: 7.0 s for
     # commits 10-60 and 2.0 s for the last 50 of one run); the wall-clock figures are printed with the CPU ones
@@ -158,7 +158,7 @@ def test_two_hundred_small_commits_in_one_session(small_shuffles, tmp_path: Path
     assert last_clean is not None
     retained = str(table.timeline().read_completed(last_clean, CLEAN)["earliestCommitToRetain"])
     assert retained == commits[-CLEANER_RETAINED]
-    for t in (commits[5], commits[60], commits[140], archived[-1]):
+    for t in (commits[5], commits[60], commits[120], archived[-1]):
         assert full.is_archived(t)
         assert t < retained
         written = [

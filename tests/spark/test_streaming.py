@@ -104,8 +104,8 @@ def test_streaming_query_killed_and_restarted_writes_every_record_once(tmp_path:
     p.wait(timeout=600)
     assert p.returncode != 0
     assert len(Table.open(base).timeline().completed_commits()) == 1
-    # 2. killed at random moments, restarted from its checkpoint each time
-    for _ in range(2):
+    # 2. killed at a random moment, restarted from its checkpoint
+    for _ in range(1):
         p = _run(src, base, ckpt, tmp_path)
         time.sleep(rng.uniform(12, 30))
         if p.poll() is None:

@@ -120,7 +120,7 @@ def _prefix_states(seed: list[dict[str, Any]], batches: list[dict[str, Any]], lo
     return list(out.values())
 
 
-@pytest.mark.parametrize(("master", "n", "max_kills"), [("local[2]", 6, 2), ("local-cluster[2,1,1024]", 3, 1)])
+@pytest.mark.parametrize(("master", "n", "max_kills"), [("local[2]", 4, 2), ("local-cluster[2,1,1024]", 3, 1)])
 def test_two_writers_with_kills(spark, tmp_path: Path, master: str, n: int, max_kills: int) -> None:  # type: ignore[no-untyped-def]
     rng = random.Random(f"writers-{master}")
     base = str(tmp_path / "t")
