@@ -21,7 +21,9 @@ Rules (Hudi 1.x, table versions 8 and 9; checked against the fixture tables and 
   (:class:`~pyhudi.table.lsm_timeline.ArchivedCompletionTimes`), read only when it decides a slice: when the log's
   file group has a base file newer than the log's instant (otherwise every candidate slice is the same). A view
   built from a listing where that never happens reads nothing of the archive. An archived deltacommit whose
-  completion time is needed but not in the LSM timeline is an error naming the log file, never a guess.
+  completion time is needed but not in the LSM timeline is an error naming the log file, never a guess. A view
+  ending at ``completed_by`` (an incremental read's end) also hides the files of archived instants that
+  completed after it (their completion times read from the archive too).
 - the latest file slice of a group is the one with the greatest base instant.
 """
 
@@ -387,6 +389,7 @@ class FileSystemView:
         replaced_sets = {p: frozenset(ids) for p, ids in (replaced or {}).items()}
         listed: dict[str, tuple[dict[str, list[BaseFile]], dict[str, list[LogFile]]]] = {}
         undecided: set[str] = set()  # archived deltacommits whose completion time decides a log file's slice
+        archived_logs = False  # whether a log file of an archived deltacommit is listed
         for partition, entries in partition_files.items():
             # the listing may come from a metadata table someone else wrote: a partition leading out is refused
             check_partition_path(partition, "the table's file listing", "partition")
@@ -404,11 +407,16 @@ class FileSystemView:
                     bases[parsed.file_id].append(BaseFile(partition, parsed, e.size))
                 else:
                     logs[parsed.file_id].append(LogFile(partition, parsed, e.size, done))
+                    # an active instant completes after it was requested: only an archived one answers its own
+                    archived_logs = archived_logs or done == parsed.instant
             listed[partition] = (bases, logs)
-            if table_version >= 8:
+        if completed_by is not None and archived is not None:
+            _hide_archived_completed_after(listed, completion, archived)
+        if table_version >= 8 and archived_logs:
+            for bases, logs in listed.values():
                 undecided.update(_undecided_logs(bases, logs, completion))
         if undecided:
-            _place_archived_logs(listed, undecided, completion, archived, table)
+            _place_archived_logs(listed, undecided, archived, table)
         groups: dict[str, list[FileGroup]] = {}
         for partition, (bases, logs) in listed.items():
             fgs = [
@@ -456,45 +464,59 @@ def _undecided_logs(
 ) -> Iterator[str]:
     """Instants of archived deltacommits whose completion time decides a log file's slice: the log's file group
     has a base file newer than the log's instant (with none, every completion time >= the instant gives the same
-    slice)."""
+    slice). Logs already given their archived completion time are decided."""
     for fid, lfs in logs.items():
         newest = max((b.instant for b in bases.get(fid, ())), default=None)
         if newest is None:
             continue
         for lf in lfs:
-            if lf.instant < newest and completion.is_archived(lf.instant):
+            if lf.instant < newest and lf.completion_time == lf.instant and completion.is_archived(lf.instant):
                 yield lf.instant
 
 
+_Listed = Mapping[str, tuple[dict[str, list[BaseFile]], dict[str, list[LogFile]]]]
+
+
+def _hide_archived_completed_after(listed: _Listed, completion: _Completion, archived: ArchivedCompletions) -> None:
+    """A view ending at ``completed_by`` (an incremental read's end): the files of archived instants that
+    completed after it are hidden, and log files get their archived completion times. An archived instant the
+    LSM timeline does not hold stays visible (completed, as before the archive knew completion times)."""
+    names = {x.instant for bases, logs in listed.values() for fs in (*bases.values(), *logs.values()) for x in fs
+             if completion.is_archived(x.instant)}
+    if not names:
+        return
+    found = archived(names)
+    for bases, logs in listed.values():
+        for fid, bs in bases.items():
+            bases[fid] = [b for b in bs if b.instant not in found or completion.visible_archived(found[b.instant])]
+        for fid, lfs in logs.items():
+            logs[fid] = [lf if lf.instant not in found else replace(lf, completion_time=found[lf.instant])
+                         for lf in lfs if lf.instant not in found or completion.visible_archived(found[lf.instant])]
+
+
 def _place_archived_logs(
-    listed: Mapping[str, tuple[Mapping[str, list[BaseFile]], dict[str, list[LogFile]]]],
-    undecided: set[str],
-    completion: _Completion,
-    archived: ArchivedCompletions | None,
-    table: str,
+    listed: _Listed, undecided: set[str], archived: ArchivedCompletions | None, table: str
 ) -> None:
-    """Give the log files of the ``undecided`` archived deltacommits their real completion times (dropping those
-    completed after the view's ``completed_by``); refuse one whose completion time is unknown."""
+    """Give the log files of the ``undecided`` archived deltacommits their completion times from the archive;
+    refuse one whose completion time is unknown."""
     found = dict(archived(undecided)) if archived is not None else {}
     for _, logs in listed.values():
         for fid, lfs in logs.items():
-            kept: list[LogFile] = []
+            placed: list[LogFile] = []
             for lf in lfs:
-                if lf.instant not in undecided:
-                    kept.append(lf)
-                    continue
-                done = found.get(lf.instant)
-                if done is None:
-                    where = f"{table}: " if table else ""
-                    raise PyHudiError(
-                        f"{where}log file {lf.relative_path} was written by deltacommit {lf.instant}, which is "
-                        "older than the active timeline and "
-                        + ("not in the archived timeline (LSM timeline)" if archived is not None else "archived")
-                        + ": its completion time, which decides its file slice, is unknown"
-                    )
-                if completion.visible_archived(done):
-                    kept.append(replace(lf, completion_time=done))
-            logs[fid] = kept
+                if lf.instant in undecided:
+                    done = found.get(lf.instant)
+                    if done is None:
+                        where = f"{table}: " if table else ""
+                        raise PyHudiError(
+                            f"{where}log file {lf.relative_path} was written by deltacommit {lf.instant}, which "
+                            "is older than the active timeline and "
+                            + ("not in the archived timeline (LSM timeline)" if archived is not None else "archived")
+                            + ": its completion time, which decides its file slice, is unknown"
+                        )
+                    lf = replace(lf, completion_time=done)
+                placed.append(lf)
+            logs[fid] = placed
 
 
 def _build_group(
