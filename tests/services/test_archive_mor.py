@@ -20,6 +20,8 @@ from pyhudi.services.clean import clean
 from pyhudi.table.lsm_timeline import ArchivedCompletionTimes, FullTimeline
 from pyhudi.table.table import Table
 from pyhudi.table.timeline import COMMIT, COMPACTION, DELTA_COMMIT, ActiveTimeline, InstantTimeGenerator
+from pyhudi.write.append import TORN_APPEND
+from pyhudi.write.producer import FAULT_OPTION
 from tests.services.test_archive import Fab
 from tests.support.mor_tables import LOCAL, MorTable, data
 
@@ -169,6 +171,24 @@ def test_views_without_undecided_logs_read_nothing_of_the_archive(tmp_path: Path
 
 
 
+def test_pyhudi_archive_command(tmp_path: Path) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from pyhudi.cli.main import main as cli_main
+
+    mt, t = _late_deltacommit_table(tmp_path)
+    args = [f"--option={k}={v}" for k, v in OPTS_SMALL.items()]
+    res = CliRunner().invoke(cli_main, ["archive", mt.base, *args, "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert t["t3"] in out["data"]["archived"] and out["data"]["file"]
+    res = CliRunner().invoke(cli_main, ["archive", mt.base, *args])
+    assert res.exit_code == 0 and res.output.startswith("data: 0 instant(s) archived"), res.output
+    assert _rows(Table.open(mt.base).to_arrow()) == [("a", 2, 2.0), ("b", 3, 3.0), ("x", 5, 5.0)]
+
+
 # -- a Spark pipeline archived after every commit ------------------------------------------------------------------
 PIPE_OPTS = {
     "hoodie.datasource.write.recordkey.field": "id",
@@ -231,16 +251,18 @@ def _check_rules(base: str) -> None:
     from a pending write on; the active timeline bounded."""
     full = FullTimeline.load(LOCAL, base)
     tl = full.active
-    commits = [i for i in full.completed_commits()]
+    commits = list(full.completed_commits())
     compactions = [i for i in commits if i.action == COMMIT]
     if compactions:
         last = compactions[-1]
         after = [i for i in full if i.action == DELTA_COMMIT and i.requested_time > last.requested_time]
         keep = [last] if len(after) < N_DELTAS else after[len(after) - N_DELTAS:]
         assert all(tl.contains(i.requested_time) for i in keep + after[-N_DELTAS:]), base
-    pending = tl.pending().first()
-    assert pending is None or all(not full.is_archived(i) or i.requested_time < pending.requested_time
-                                  for i in full)
+    pending = next((i for i in tl.pending() if i.action in (DELTA_COMMIT, COMPACTION, COMMIT)), None)
+    if pending is not None:  # nothing from the last completed commit before it on
+        before = [c for c in commits if c.requested_time < pending.requested_time]
+        bound = before[-1].requested_time if before else pending.requested_time
+        assert all(i.requested_time < bound for i in full if full.is_archived(i)), (base, str(pending))
     assert len(tl.completed_commits()) <= 8, [str(i) for i in tl]
 
 
@@ -253,19 +275,22 @@ def test_spark_pipeline_with_compactions_archived_after_every_commit(spark: Any,
     snapshot, the rules hold; the post-commit service archives too. Then a crash at every step of an archival
     of the table leaves it readable, exactly, and the next run finishes the work."""
     base = str(tmp_path / "t")
-    steps: list[tuple[str, list[dict[str, Any]]]] = [
-        ("insert", _batch(range(12), 1)),
-        ("upsert", _batch(range(0, 12, 3), 2)),
-        ("upsert", _batch(range(1, 12, 4), 3) + _batch([20, 21], 3)),
-        ("delete", _batch([4, 7], 4)),
-        ("upsert", _batch(range(0, 6), 5)),
-        ("upsert", _batch([8, 9, 20], 6)),
-        ("delete", _batch([0, 21], 7)),
-        ("upsert", _batch(range(2, 12, 2), 8)),
-        ("upsert", _batch([1, 3, 30], 9)),
-        ("upsert", _batch(range(5, 10), 10)),
-        ("upsert", _batch([2, 11], 11)),
-        ("upsert", _batch([3, 30, 31], 12)),
+    # (operation, batch, fault): a write that dies in its append task stays pending until the next write rolls it
+    # back; one whose inline compaction dies leaves the compaction pending until the next write runs it again
+    steps: list[tuple[str, list[dict[str, Any]], str | None]] = [
+        ("insert", _batch(range(12), 1), None),
+        ("upsert", _batch(range(0, 12, 3), 2), None),
+        ("upsert", _batch(range(1, 12, 4), 3) + _batch([20, 21], 3), None),
+        ("delete", _batch([4, 7], 4), None),
+        ("upsert", _batch(range(0, 6), 5), None),
+        ("upsert", _batch([8, 9, 20], 6), None),
+        ("delete", _batch([0, 21], 7), None),
+        ("upsert", _batch([1, 5], 8), TORN_APPEND),
+        ("upsert", _batch(range(2, 12, 2), 8), None),
+        ("upsert", _batch([1, 3, 30], 9), "compaction.before_complete"),
+        ("upsert", _batch(range(5, 10), 10), None),
+        ("upsert", _batch([2, 11], 11), None),
+        ("upsert", _batch([3, 30, 31], 12), None),
     ]
     model: Model = {}
     history: list[tuple[str, str, Model]] = []
@@ -277,21 +302,33 @@ def test_spark_pipeline_with_compactions_archived_after_every_commit(spark: Any,
         lsm_loads.append(len(todo))
         real_load(self, todo)
 
-    for k, (op, batch) in enumerate(steps):
-        automatic = k % 3 == 2  # the post-commit service archives these; the others are archived below
+    for k, (op, batch, fault) in enumerate(steps):
+        # the post-commit service archives every third write; the others are archived below, reads compared
+        automatic = k % 3 == 2 and fault is None
         opts = {**PIPE_OPTS, "hoodie.archive.automatic": str(automatic).lower()}
         if k == 0:
             Table.create(base, PIPE_SCHEMA, opts)
-        res = Table.open(base).write(spark.createDataFrame(pa.Table.from_pylist(batch, PIPE_SCHEMA)), op, opts)
-        for r in batch:
-            if op == "delete":
-                model.pop(r["id"], None)
-            else:
-                model[r["id"]] = (r["p"], r["ts"], r["v"])
-        done = ActiveTimeline.load(LOCAL, base).get(res.instant)
-        assert done is not None and done.completion_time is not None
-        history.append((res.instant, done.completion_time, dict(model)))
-        where = f"step {k} ({op} {res.instant})"
+        df = spark.createDataFrame(pa.Table.from_pylist(batch, PIPE_SCHEMA))
+        if fault is None:
+            res = Table.open(base).write(df, op, opts)
+            instant = res.instant
+        else:
+            with pytest.raises(Exception, match="injected fault"):
+                Table.open(base).write(df, op, {**opts, FAULT_OPTION: fault})
+            tl = ActiveTimeline.load(LOCAL, base)
+            pending = tl.pending().first()
+            assert pending is not None and pending.action == (COMPACTION if fault != TORN_APPEND else DELTA_COMMIT)
+            instant = tl.completed().by_action(DELTA_COMMIT).last().requested_time  # type: ignore[union-attr]
+        if fault != TORN_APPEND:
+            for r in batch:
+                if op == "delete":
+                    model.pop(r["id"], None)
+                else:
+                    model[r["id"]] = (r["p"], r["ts"], r["v"])
+            done = ActiveTimeline.load(LOCAL, base).get(instant)
+            assert done is not None and done.completion_time is not None
+            history.append((instant, done.completion_time, dict(model)))
+        where = f"step {k} ({op} {instant}, fault {fault})"
         if automatic:
             assert "archive" in res.timings
             before = None
@@ -314,7 +351,7 @@ def test_spark_pipeline_with_compactions_archived_after_every_commit(spark: Any,
                 assert got in ("refused", _model_rows(snap)), f"{where}: {kind} {instant}"
         assert after[f"tt:{history[-1][0]}"] != "refused" and after[f"incr:{history[-1][0]}"] != "refused"
         tl = ActiveTimeline.load(LOCAL, base)
-        if any(i.action == COMMIT and i.requested_time > res.instant for i in tl.completed()):
+        if any(i.action == COMMIT and i.requested_time > instant for i in tl.completed()):
             assert after["ro"] == after["snapshot"], f"{where}: read-optimized right after a compaction"
         _check_rules(base)
     full = FullTimeline.load(LOCAL, base)
