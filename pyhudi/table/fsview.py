@@ -138,6 +138,8 @@ class LogFile:
     partition: str
     name: LogFileName
     size: int = 0
+    # its deltacommit's completion time; for an archived deltacommit its requested time, unless the real one (read
+    # from the LSM timeline) decided the slice: every completion time at or after it gives the same slice then
     completion_time: str | None = None
 
     @property
