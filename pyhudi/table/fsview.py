@@ -267,6 +267,7 @@ class _Completion:
         self._start = first.requested_time if first is not None else None
         self._as_of = as_of
         self._completed_by = completed_by
+        self.answered_archived = False  # whether completion_time() answered for an archived instant
 
     def is_archived(self, instant: str) -> bool:
         """Older than the active timeline and not on it: archived, hence completed."""
@@ -282,6 +283,7 @@ class _Completion:
         if done is not None:
             return done if self._completed_by is None or done <= self._completed_by else None
         if self.is_archived(instant):
+            self.answered_archived = True
             return instant
         return None
 
@@ -389,9 +391,11 @@ class FileSystemView:
         such a log file is an error); ``table`` names the table in errors."""
         completion = _Completion(timeline, as_of, completed_by)
         replaced_sets = {p: frozenset(ids) for p, ids in (replaced or {}).items()}
-        listed: dict[str, tuple[dict[str, list[BaseFile]], dict[str, list[LogFile]]]] = {}
+        groups: dict[str, list[FileGroup]] = {}
+        # partitions whose groups wait for archived completion times (all of them for a view ending at completed_by)
+        deferred: dict[str, tuple[dict[str, list[BaseFile]], dict[str, list[LogFile]]]] = {}
+        hide_late = completed_by is not None and archived is not None
         undecided: set[str] = set()  # archived deltacommits whose completion time decides a log file's slice
-        archived_logs = False  # whether a log file of an archived deltacommit is listed
         for partition, entries in partition_files.items():
             # the listing may come from a metadata table someone else wrote: a partition leading out is refused
             check_partition_path(partition, "the table's file listing", "partition")
@@ -409,23 +413,27 @@ class FileSystemView:
                     bases[parsed.file_id].append(BaseFile(partition, parsed, e.size))
                 else:
                     logs[parsed.file_id].append(LogFile(partition, parsed, e.size, done))
-                    # an active instant completes after it was requested: only an archived one answers its own
-                    archived_logs = archived_logs or done == parsed.instant
-            listed[partition] = (bases, logs)
-        if completed_by is not None and archived is not None:
-            _hide_archived_completed_after(listed, completion, archived)
-        if table_version >= 8 and archived_logs:
-            for bases, logs in listed.values():
-                undecided.update(_undecided_logs(bases, logs, completion))
-        if undecided:
-            _place_archived_logs(listed, undecided, archived, table)
-        groups: dict[str, list[FileGroup]] = {}
-        for partition, (bases, logs) in listed.items():
-            fgs = [
-                _build_group(partition, fid, bases.get(fid, []), logs.get(fid, []), table_version)
-                for fid in sorted(set(bases) | set(logs))
-            ]
-            groups[partition] = [g for g in fgs if g.slices]
+            if not hide_late and table_version >= 8 and completion.answered_archived:
+                found = set(_undecided_logs(bases, logs, completion))
+                if found:
+                    undecided |= found
+                    deferred[partition] = (bases, logs)
+                    continue
+            if hide_late:
+                deferred[partition] = (bases, logs)
+                continue
+            groups[partition] = _build_groups(partition, bases, logs, table_version)
+        if deferred:
+            if hide_late:
+                assert archived is not None
+                _hide_archived_completed_after(deferred, completion, archived)
+                if table_version >= 8:
+                    for bases, logs in deferred.values():
+                        undecided.update(_undecided_logs(bases, logs, completion))
+            if undecided:
+                _place_archived_logs(deferred, undecided, archived, table)
+            for partition, (bases, logs) in deferred.items():
+                groups[partition] = _build_groups(partition, bases, logs, table_version)
         return cls(groups, as_of, completed_by=completed_by)
 
     # -- queries ----------------------------------------------------------------------------------------------
@@ -483,8 +491,10 @@ def _hide_archived_completed_after(listed: _Listed, completion: _Completion, arc
     """A view ending at ``completed_by`` (an incremental read's end): the files of archived instants that
     completed after it are hidden, and log files get their archived completion times. An archived instant the
     LSM timeline does not hold stays visible (completed, as before the archive knew completion times)."""
-    names = {x.instant for bases, logs in listed.values() for fs in (*bases.values(), *logs.values()) for x in fs
-             if completion.is_archived(x.instant)}
+    names: set[str] = set()
+    for bases, logs in listed.values():
+        names.update(b.instant for bs in bases.values() for b in bs if completion.is_archived(b.instant))
+        names.update(lf.instant for lfs in logs.values() for lf in lfs if completion.is_archived(lf.instant))
     if not names:
         return
     found = archived(names)
@@ -519,6 +529,16 @@ def _place_archived_logs(
                     lf = replace(lf, completion_time=done)
                 placed.append(lf)
             logs[fid] = placed
+
+
+def _build_groups(
+    partition: str, bases: Mapping[str, list[BaseFile]], logs: Mapping[str, list[LogFile]], table_version: int
+) -> list[FileGroup]:
+    fgs = [
+        _build_group(partition, fid, bases.get(fid, []), logs.get(fid, []), table_version)
+        for fid in sorted(set(bases) | set(logs))
+    ]
+    return [g for g in fgs if g.slices]
 
 
 def _build_group(
