@@ -227,14 +227,16 @@ COMPACT_INLINE = Option(
     "for batch writes).", section=_SVC)
 COMPACT_INLINE_MAX_DELTA_COMMITS = Option(
     "hoodie.compact.inline.max.delta.commits", "5",
-    "Deltacommits after the last compaction that trigger inline compaction (Hudi's NUM_COMMITS trigger).",
-    section=_SVC)
+    "Deltacommits after the last compaction that trigger inline compaction (Hudi's NUM_COMMITS trigger). "
+    "Archival of a merge-on-read table keeps them: this many deltacommits after the latest compaction (or that "
+    "compaction, when fewer followed it) stay on the active timeline.", section=_SVC)
 AUTO_CLEAN = Option(
     "hoodie.clean.automatic", "true", "Clean after every commit.", section=_SVC)
 ARCHIVE_AUTOMATIC = Option(
     "hoodie.archive.automatic", "true",
     "Archive after every commit (after cleaning): move old completed instants from the active timeline into the "
-    "LSM timeline (`.hoodie/timeline/history`), for the table and its metadata table.", section=_SVC)
+    "LSM timeline (`.hoodie/timeline/history`), for the table (copy-on-write or merge-on-read) and its metadata "
+    "table.", section=_SVC)
 KEEP_MIN_COMMITS = Option(
     "hoodie.keep.min.commits", "20",
     "Archival leaves at least this many completed commits on the active timeline (raised to what cleaning "

@@ -62,6 +62,7 @@ def _register() -> None:
     main.add_command(service_cmd.rollback)
     main.add_command(service_cmd.clean)
     main.add_command(service_cmd.compact)
+    main.add_command(service_cmd.archive)
 
 
 _register()

@@ -1,4 +1,5 @@
-"""``pyhudi rollback``, ``pyhudi clean`` and ``pyhudi compact``: the table services as commands of their own."""
+"""``pyhudi rollback``, ``pyhudi clean``, ``pyhudi compact`` and ``pyhudi archive``: the table services as commands
+of their own."""
 
 from __future__ import annotations
 
@@ -67,3 +68,24 @@ def compact(table: str, options: tuple[str, ...], as_json: bool) -> None:
         click.echo("nothing to compact")
     else:
         click.echo(f"compacted at {', '.join(d['compaction_instants'])}")
+
+
+@click.command()
+@click.argument("table")
+@click.option("--option", "options", multiple=True,
+              help="Any hoodie.* option as KEY=VALUE (hoodie.keep.min.commits, hoodie.keep.max.commits, "
+                   "hoodie.cleaner.commits.retained, hoodie.compact.inline.max.delta.commits, lock, ...).")
+@click.option("--json", "as_json", is_flag=True)
+def archive(table: str, options: tuple[str, ...], as_json: bool) -> None:
+    """Archive TABLE's old completed instants (and its metadata table's) into the LSM timeline, as every commit
+    does with hoodie.archive.automatic."""
+    from pyhudi.table.table import Table
+
+    res = Table.open(table).archive(parse_options(options))
+    d = res.to_dict()
+    if as_json:
+        emit_json(d)
+        return
+    for name, r in d.items():
+        n = len(r["archived"])
+        click.echo(f"{name}: {n} instant(s) archived" + (f" ({r['reason']})" if r["reason"] else ""))

@@ -15,6 +15,12 @@ table (whose rules look at the data table's active timeline).
   min becomes (commits after E) + 2 if that is more, and max grows by as much;
 - never the earliest pending write (commit, deltacommit, replacecommit, clustering, compaction, log compaction,
   and pyhudi's async ``indexing``) or anything after it: archival stops at the last completed commit before it;
+  so nothing at or after a pending compaction of a merge-on-read table;
+- merge-on-read data table (``TimelineArchiverV2`` with the NUM_COMMITS trigger, the only one pyhudi honours):
+  the deltacommits the next compaction needs stay (``CompactionUtils.getEarliestInstantToRetainForCompaction``
+  with ``hoodie.compact.inline.max.delta.commits`` = N): with fewer than N deltacommits (any state) requested
+  after the latest completed compaction, nothing from that compaction on; else nothing from the N-th newest of
+  them (the same rule keeps a metadata table's deltacommits, with ``hoodie.metadata.compact.max.delta.commits``);
 - never a replacecommit or clustering whose replaced file groups may not be cleaned yet: those at or after the
   last completed clean's earliest instant to retain (all of them when no clean is on the active timeline), nor
   anything after them (without their ``partitionToReplaceFileIds`` readers would see the replaced files again);
@@ -28,6 +34,11 @@ table (whose rules look at the data table's active timeline).
 - nothing from the first savepoint on;
 - completed cleans and rollbacks older than the last archived commit go with it; every state file of an instant
   (requested, inflight, completed) goes together.
+
+Readers of a merge-on-read table whose deltacommits were archived place each log file by its deltacommit's
+completion time, read from the LSM timeline when it decides the file slice
+(:class:`~pyhudi.table.lsm_timeline.ArchivedCompletionTimes`, used by :mod:`pyhudi.table.fsview`): a deltacommit
+that completed after a compaction was requested writes to the compacted slice, whatever its requested time.
 
 **How** (``LSMTimelineWriter``): the selected instants, sorted by requested time, become one layer-0 parquet file
 ``<first>_<last>_0.parquet``; the next manifest lists it (``manifest_<N+1>``), then ``_version_`` names N+1 (from
@@ -259,7 +270,8 @@ def plan_archival(
     ``metadata_table``/``metadata_compaction``: the data table has a metadata table, whose latest completed
     compaction has this requested time (None: never compacted, nothing may be archived).
     ``data_timeline``: ``timeline`` is a metadata table's and this is its data table's active timeline.
-    ``max_delta_commits``: merge-on-read compaction retention (the metadata table's).
+    ``max_delta_commits``: merge-on-read compaction retention (a merge-on-read data table's
+    ``hoodie.compact.inline.max.delta.commits``, a metadata table's ``hoodie.metadata.compact.max.delta.commits``).
     """
     commits = sorted(_completed_commits(timeline), key=lambda i: i.requested_time)
     lo, hi = limits.min_commits, limits.max_commits
@@ -613,22 +625,20 @@ def archive(
     module documentation). Call it after the commit, its cleaning and the metadata table's compaction, with the
     write's options (``hoodie.keep.min.commits``, ``hoodie.keep.max.commits``,
     ``hoodie.cleaner.commits.retained``, ``hoodie.timeline.compaction.batch.size``,
-    ``hoodie.metadata.compact.max.delta.commits``, ``hoodie.parquet.compression.codec``). A run that crashed is
-    completed by the next call."""
+    ``hoodie.compact.inline.max.delta.commits`` (merge-on-read tables), ``hoodie.metadata.compact.max.delta.commits``,
+    ``hoodie.parquet.compression.codec``). A run that crashed is completed by the next call."""
     opts = {k: str(v) for k, v in (options or {}).items()}
     C.check_honoured(opts)
     base = base_path.rstrip("/")
     if config is None:
         config = read_table_config(storage, posixpath.join(base, METAFOLDER))
-    if config.is_mor:
-        raise PyHudiError(
-            f"{base}: archiving a MERGE_ON_READ table is not supported (pyhudi does not compact its log files)"
-        )
     limits = ArchiveLimits.from_options(opts)
     retained = C.int_option(opts, C.CLEANER_COMMITS_RETAINED, 1)
     batch = C.int_option(opts, C.TIMELINE_COMPACTION_BATCH_SIZE, 2)
     parquet = ParquetOptions.from_options(opts)
     max_deltas = C.int_option(opts, C.METADATA_COMPACT_MAX_DELTA_COMMITS, 1)
+    # merge-on-read data table: the deltacommits the next compaction needs (NUM_COMMITS, the only trigger)
+    data_deltas = C.int_option(opts, C.COMPACT_INLINE_MAX_DELTA_COMMITS, 1) if config.is_mor else None
     mdt_config = _metadata_config(storage, base, config)
     mdt_path = metadata_base_path(base)
 
@@ -638,7 +648,7 @@ def archive(
             compaction = _latest_compaction(ActiveTimeline.load(storage, mdt_path, mdt_config))
         return plan_archival(
             tl, limits, cleaner_commits_retained=retained, metadata_table=mdt_config is not None,
-            metadata_compaction=compaction,
+            metadata_compaction=compaction, max_delta_commits=data_deltas,
         )
 
     data = TableArchiver(storage, base, config, DATA, parquet=parquet, batch_size=batch).run(plan_data)

@@ -27,7 +27,8 @@ file already gone counts as failed, as in Hudi; ``bootstrapPartitionMetadata`` =
 A pending clean (crash mid-way) is completed by the next :func:`clean` call before a new one is planned.
 
 File groups and slices come from :class:`~pyhudi.table.fsview.FileSystemView` (a storage listing, every file
-group including replaced ones), so a log file belongs to the slice its completion time puts it in.
+group including replaced ones), so a log file belongs to the slice its completion time puts it in (an archived
+deltacommit's read from the LSM timeline).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from pyhudi.errors import PyHudiError, UnsafePathError
 from pyhudi.io.storage import Storage
 from pyhudi.services.rollback import TimeSource, next_time
 from pyhudi.table.fsview import FileSystemView, StorageListing
+from pyhudi.table.lsm_timeline import ArchivedCompletionTimes
 from pyhudi.table.recorded_paths import clean_targets
 from pyhudi.table.timeline import (
     CLEAN,
@@ -108,7 +110,10 @@ def plan_clean(
     replaced_any = _all_replaced_file_ids(timeline)
     to_delete: dict[str, list[dict[str, Any]]] = {}
     files = StorageListing(storage, base_path).list_partition_files()
-    view = FileSystemView.build(files, timeline.commits())  # every file group, replaced ones included
+    # every file group, replaced ones included; a log file of an archived deltacommit is placed by its archived
+    # completion time (a wrong slice would delete a log file a retained slice still reads)
+    view = FileSystemView.build(files, timeline.commits(), archived=ArchivedCompletionTimes(storage, base_path),
+                                table=base_path)
     for partition in view.partitions():
         doomed: list[str] = []
         for fg in view.file_groups(partition):

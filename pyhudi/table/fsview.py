@@ -17,6 +17,13 @@ Rules (Hudi 1.x, table versions 8 and 9; checked against the fixture tables and 
   commit that wrote it and joins the slice with the greatest base instant <= the log's **completion time** (so
   a log committed after a compaction was scheduled belongs to the compacted slice); with no such slice it starts
   a base-less slice at its own instant. Before version 8 the log file names its base instant directly.
+- the completion time of an archived deltacommit (older than the active timeline) comes from the LSM timeline
+  (:class:`~pyhudi.table.lsm_timeline.ArchivedCompletionTimes`), read only when it decides a slice: when the log's
+  file group has a base file newer than the log's instant (otherwise every candidate slice is the same). A view
+  built from a listing where that never happens reads nothing of the archive. An archived deltacommit whose
+  completion time is needed but not in the LSM timeline is an error naming the log file, never a guess. A view
+  ending at ``completed_by`` (an incremental read's end) also hides the files of archived instants that
+  completed after it (their completion times read from the archive too).
 - the latest file slice of a group is the one with the greatest base instant.
 """
 
@@ -25,10 +32,11 @@ from __future__ import annotations
 import bisect
 import posixpath
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
+from pyhudi.errors import PyHudiError
 from pyhudi.io.storage import Storage
 from pyhudi.table.filenames import (
     BaseFileName,
@@ -36,6 +44,7 @@ from pyhudi.table.filenames import (
     is_partition_metafile,
     parse_data_file_name,
 )
+from pyhudi.table.lsm_timeline import ArchivedCompletionTimes
 from pyhudi.table.partition_path import check_partition_path
 from pyhudi.table.properties import METAFOLDER, TableConfig, read_table_config
 from pyhudi.table.timeline import REPLACE_COMMIT, ActiveTimeline, Timeline
@@ -129,6 +138,8 @@ class LogFile:
     partition: str
     name: LogFileName
     size: int = 0
+    # its deltacommit's completion time; for an archived deltacommit its requested time, unless the real one (read
+    # from the LSM timeline) decided the slice: every completion time at or after it gives the same slice then
     completion_time: str | None = None
 
     @property
@@ -229,12 +240,19 @@ def replaced_file_groups(timeline: ActiveTimeline, as_of: str | None = None) -> 
     return _replaced_as_of(replace_events(timeline), as_of)
 
 
+#: requested times -> completion times of the archived instants among them that it finds (the LSM timeline's:
+#: :class:`~pyhudi.table.lsm_timeline.ArchivedCompletionTimes`)
+ArchivedCompletions = Callable[[Iterable[str]], Mapping[str, str]]
+
+
 @dataclass(frozen=True)
 class _Source:
     partition_files: Mapping[str, Sequence[FileEntry]]
     timeline: Timeline
     events: ReplaceEvents
     table_version: int
+    archived: ArchivedCompletions | None = None
+    table: str = ""
 
 
 class _Completion:
@@ -249,18 +267,29 @@ class _Completion:
         self._start = first.requested_time if first is not None else None
         self._as_of = as_of
         self._completed_by = completed_by
+        self.answered_archived = False  # whether completion_time() answered for an archived instant
+
+    def is_archived(self, instant: str) -> bool:
+        """Older than the active timeline and not on it: archived, hence completed."""
+        return instant not in self._known and self._start is not None and instant < self._start
 
     def completion_time(self, instant: str) -> str | None:
         """The completion time, or None if the instant is not completed (or after ``as_of``, or completed after
-        ``completed_by``)."""
+        ``completed_by``). An archived instant answers its requested time (its completion time is not before it;
+        :meth:`FileSystemView.build` reads the real one where it decides a log file's slice)."""
         if self._as_of is not None and instant > self._as_of:
             return None
         done = self._done.get(instant)
         if done is not None:
             return done if self._completed_by is None or done <= self._completed_by else None
-        if instant not in self._known and self._start is not None and instant < self._start:
-            return instant  # archived: completed, completion time unknown (>= its requested time)
+        if self.is_archived(instant):
+            self.answered_archived = True
+            return instant
         return None
+
+    def visible_archived(self, completion: str) -> bool:
+        """Whether an archived instant that completed at ``completion`` is within ``completed_by``."""
+        return self._completed_by is None or completion <= self._completed_by
 
 
 class FileSystemView:
@@ -301,7 +330,8 @@ class FileSystemView:
         if listing is None:
             listing = StorageListing(storage, base_path)
         files = {p: list(es) for p, es in listing.list_partition_files().items()}
-        source = _Source(files, timeline.commits(), replace_events(timeline), config.table_version)
+        source = _Source(files, timeline.commits(), replace_events(timeline), config.table_version,
+                         ArchivedCompletionTimes(storage, base_path, config), base_path)
         return cls._from_source(source, as_of)
 
     @classmethod
@@ -328,6 +358,8 @@ class FileSystemView:
             table_version=source.table_version,
             as_of=as_of,
             completed_by=completed_by,
+            archived=source.archived,
+            table=source.table,
         )
         view._source = source
         return view
@@ -351,11 +383,19 @@ class FileSystemView:
         table_version: int = 9,
         as_of: str | None = None,
         completed_by: str | None = None,
+        archived: ArchivedCompletions | None = None,
+        table: str = "",
     ) -> FileSystemView:
-        """Build file groups from ``partition -> files`` and the (commits) timeline."""
+        """Build file groups from ``partition -> files`` and the (commits) timeline. ``archived``: where the
+        completion times of archived deltacommits are looked up when one decides a log file's slice (without it
+        such a log file is an error); ``table`` names the table in errors."""
         completion = _Completion(timeline, as_of, completed_by)
         replaced_sets = {p: frozenset(ids) for p, ids in (replaced or {}).items()}
         groups: dict[str, list[FileGroup]] = {}
+        # partitions whose groups wait for archived completion times (all of them for a view ending at completed_by)
+        deferred: dict[str, tuple[dict[str, list[BaseFile]], dict[str, list[LogFile]]]] = {}
+        hide_late = completed_by is not None and archived is not None
+        undecided: set[str] = set()  # archived deltacommits whose completion time decides a log file's slice
         for partition, entries in partition_files.items():
             # the listing may come from a metadata table someone else wrote: a partition leading out is refused
             check_partition_path(partition, "the table's file listing", "partition")
@@ -373,11 +413,27 @@ class FileSystemView:
                     bases[parsed.file_id].append(BaseFile(partition, parsed, e.size))
                 else:
                     logs[parsed.file_id].append(LogFile(partition, parsed, e.size, done))
-            fgs = [
-                _build_group(partition, fid, bases.get(fid, []), logs.get(fid, []), table_version)
-                for fid in sorted(set(bases) | set(logs))
-            ]
-            groups[partition] = [g for g in fgs if g.slices]
+            if not hide_late and table_version >= 8 and completion.answered_archived:
+                found = set(_undecided_logs(bases, logs, completion))
+                if found:
+                    undecided |= found
+                    deferred[partition] = (bases, logs)
+                    continue
+            if hide_late:
+                deferred[partition] = (bases, logs)
+                continue
+            groups[partition] = _build_groups(partition, bases, logs, table_version)
+        if deferred:
+            if hide_late:
+                assert archived is not None
+                _hide_archived_completed_after(deferred, completion, archived)
+                if table_version >= 8:
+                    for bases, logs in deferred.values():
+                        undecided.update(_undecided_logs(bases, logs, completion))
+            if undecided:
+                _place_archived_logs(deferred, undecided, archived, table)
+            for partition, (bases, logs) in deferred.items():
+                groups[partition] = _build_groups(partition, bases, logs, table_version)
         return cls(groups, as_of, completed_by=completed_by)
 
     # -- queries ----------------------------------------------------------------------------------------------
@@ -411,6 +467,78 @@ class FileSystemView:
             if g.file_id == file_id:
                 return g
         return None
+
+
+def _undecided_logs(
+    bases: Mapping[str, list[BaseFile]], logs: Mapping[str, list[LogFile]], completion: _Completion
+) -> Iterator[str]:
+    """Instants of archived deltacommits whose completion time decides a log file's slice: the log's file group
+    has a base file newer than the log's instant (with none, every completion time >= the instant gives the same
+    slice). Logs already given their archived completion time are decided."""
+    for fid, lfs in logs.items():
+        newest = max((b.instant for b in bases.get(fid, ())), default=None)
+        if newest is None:
+            continue
+        for lf in lfs:
+            if lf.instant < newest and lf.completion_time == lf.instant and completion.is_archived(lf.instant):
+                yield lf.instant
+
+
+_Listed = Mapping[str, tuple[dict[str, list[BaseFile]], dict[str, list[LogFile]]]]
+
+
+def _hide_archived_completed_after(listed: _Listed, completion: _Completion, archived: ArchivedCompletions) -> None:
+    """A view ending at ``completed_by`` (an incremental read's end): the files of archived instants that
+    completed after it are hidden, and log files get their archived completion times. An archived instant the
+    LSM timeline does not hold stays visible (completed, as before the archive knew completion times)."""
+    names: set[str] = set()
+    for bases, logs in listed.values():
+        names.update(b.instant for bs in bases.values() for b in bs if completion.is_archived(b.instant))
+        names.update(lf.instant for lfs in logs.values() for lf in lfs if completion.is_archived(lf.instant))
+    if not names:
+        return
+    found = archived(names)
+    for bases, logs in listed.values():
+        for fid, bs in bases.items():
+            bases[fid] = [b for b in bs if b.instant not in found or completion.visible_archived(found[b.instant])]
+        for fid, lfs in logs.items():
+            logs[fid] = [lf if lf.instant not in found else replace(lf, completion_time=found[lf.instant])
+                         for lf in lfs if lf.instant not in found or completion.visible_archived(found[lf.instant])]
+
+
+def _place_archived_logs(
+    listed: _Listed, undecided: set[str], archived: ArchivedCompletions | None, table: str
+) -> None:
+    """Give the log files of the ``undecided`` archived deltacommits their completion times from the archive;
+    refuse one whose completion time is unknown."""
+    found = dict(archived(undecided)) if archived is not None else {}
+    for _, logs in listed.values():
+        for fid, lfs in logs.items():
+            placed: list[LogFile] = []
+            for lf in lfs:
+                if lf.instant in undecided:
+                    done = found.get(lf.instant)
+                    if done is None:
+                        where = f"{table}: " if table else ""
+                        raise PyHudiError(
+                            f"{where}log file {lf.relative_path} was written by deltacommit {lf.instant}, which "
+                            "is older than the active timeline and "
+                            + ("not in the archived timeline (LSM timeline)" if archived is not None else "archived")
+                            + ": its completion time, which decides its file slice, is unknown"
+                        )
+                    lf = replace(lf, completion_time=done)
+                placed.append(lf)
+            logs[fid] = placed
+
+
+def _build_groups(
+    partition: str, bases: Mapping[str, list[BaseFile]], logs: Mapping[str, list[LogFile]], table_version: int
+) -> list[FileGroup]:
+    fgs = [
+        _build_group(partition, fid, bases.get(fid, []), logs.get(fid, []), table_version)
+        for fid in sorted(set(bases) | set(logs))
+    ]
+    return [g for g in fgs if g.slices]
 
 
 def _build_group(

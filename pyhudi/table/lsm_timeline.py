@@ -23,7 +23,9 @@ Only ``_version_`` and the manifest say which parquet files count: a file that i
 stopped before its manifest, or an input of a compaction) is not read.
 
 :class:`ArchivedTimeline` is the archived instants as a :class:`~pyhudi.table.timeline.Timeline`;
-:class:`FullTimeline` joins it with the active timeline for readers that need the whole history.
+:class:`FullTimeline` joins it with the active timeline for readers that need the whole history;
+:class:`ArchivedCompletionTimes` looks up the completion times of a few archived instants (the file-system view
+asks it where a log file of an archived deltacommit belongs).
 """
 
 from __future__ import annotations
@@ -450,6 +452,53 @@ class ArchivedTimeline(Timeline):
         """The archived plan (clean, compaction, replace metadata) as a dict, or None when none was kept."""
         data = self.read_plan_bytes(instant)
         return avro.read_single(data, self._where(instant)) if data else None
+
+
+class ArchivedCompletionTimes:
+    """Completion times of archived instants, read from the LSM timeline only when asked for (as Hudi's
+    ``CompletionTimeQueryView`` loads archived completion times lazily, past its cursor).
+
+    Calling it with requested times reads ``_version_`` and the manifest, then only the listed files whose
+    instant range holds one of them, and of those only the time columns; what it found (and what it did not)
+    is kept, so asking again reads nothing. Constructing one reads nothing. An archived instant without a
+    completion time (archived before Hudi 1.0) completed, as then, at its requested time.
+    """
+
+    def __init__(self, storage: Storage, base_path: str, config: TableConfig | None = None) -> None:
+        self.storage = storage
+        self.base_path = base_path.rstrip("/")
+        self._config = config
+        self._history: LsmHistory | None = None
+        self._found: dict[str, str] = {}
+        self._absent: set[str] = set()
+        self.files_read = 0  # LSM parquet files read so far
+
+    @property
+    def history(self) -> LsmHistory:
+        if self._history is None:
+            self._history = LsmHistory.for_table(self.storage, self.base_path, self._config)
+        return self._history
+
+    def __call__(self, instants: Iterable[str]) -> dict[str, str]:
+        """requested time -> completion time of those of ``instants`` the LSM timeline holds."""
+        asked = set(instants)
+        todo = asked - self._found.keys() - self._absent
+        if todo:
+            self._load(todo)
+        return {t: self._found[t] for t in asked if t in self._found}
+
+    def _load(self, todo: set[str]) -> None:
+        history = self.history
+        _, manifest = history.latest()
+        for name in manifest.file_names:
+            f = _parse_required(name)
+            if not any(f.min_instant <= t <= f.max_instant for t in todo):
+                continue
+            self.files_read += 1
+            for e in _entries(history.read_file(name, _TIME_COLUMNS)):
+                if e.instant_time in todo:
+                    self._found.setdefault(e.instant_time, e.instant.completion_time or e.instant_time)
+        self._absent.update(todo - self._found.keys())
 
 
 class FullTimeline(Timeline):

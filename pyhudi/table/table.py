@@ -18,6 +18,7 @@ from pyhudi.metadata.reader import has_metadata_table, table_view
 from pyhudi.metadata.record_index import record_index_lookup
 from pyhudi.metadata.writer import MetadataWriter
 from pyhudi.read import plan as read_plan
+from pyhudi.services.archive import ArchiveResult
 from pyhudi.services.rollback import RollbackResult
 from pyhudi.table.capabilities import check_new_table_type, check_writable
 from pyhudi.table.fsview import FileSystemView
@@ -34,6 +35,7 @@ from pyhudi.txn.lock import lock_provider
 from pyhudi.txn.transaction import (
     Concurrency,
     WriteTransaction,
+    archive_table,
     clean_table,
     compact_table,
     resolve_options,
@@ -246,6 +248,15 @@ class Table:
             spark = get_spark()
         try:
             return compact_table(self.storage, self.base_path, spark, options)
+        finally:
+            self.refresh()
+
+    def archive(self, options: Mapping[str, str] | None = None) -> ArchiveResult:
+        """Move old completed instants of the table and of its metadata table into their LSM timelines, with the
+        rules every commit applies (``hoodie.keep.min.commits``, ``hoodie.keep.max.commits``, ...; see
+        :mod:`pyhudi.services.archive`). Returns what each table's run archived."""
+        try:
+            return archive_table(self.storage, self.base_path, options)
         finally:
             self.refresh()
 

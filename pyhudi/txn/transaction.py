@@ -16,8 +16,9 @@
    partition, record index: in commit order, so the index never points at a losing writer's file); the data
    files of failed or speculative task attempts (named by a marker, not by a write stat) are deleted; the instant
    completes, with a completion time after every time on the timeline. Then the markers and the heartbeat go.
-5. **Post-commit services**, each under the lock: (LAZY) rollback of failed writes, cleaning, metadata-table
-   compaction, timeline archival (``hoodie.archive.automatic``; :mod:`pyhudi.services.archive`).
+5. **Post-commit services**, each under the lock: (LAZY) rollback of failed writes, (merge-on-read) inline
+   compaction, cleaning, metadata-table compaction, timeline archival (``hoodie.archive.automatic``, both table
+   types; :mod:`pyhudi.services.archive`).
 
 A write that fails before completing leaves its instant pending with its heartbeat marked aborted (as Hudi
 leaves it inflight), so the next writer rolls it back at once; a write that loses a conflict rolls itself back
@@ -52,7 +53,7 @@ from pyhudi.metadata.partitions import RECORD_INDEX
 from pyhudi.metadata.reader import table_view
 from pyhudi.metadata.record_index import record_index_updates
 from pyhudi.metadata.writer import MetadataWriter, mdt_enabled, mdt_max_delta_commits, rli_enabled
-from pyhudi.services.archive import archive, auto_archive_enabled
+from pyhudi.services.archive import ArchiveResult, archive, auto_archive_enabled
 from pyhudi.services.clean import clean as run_clean
 from pyhudi.services.compact import (
     delete_attempt_files,
@@ -521,7 +522,7 @@ class WriteTransaction:
             with job.timed("metadata_compaction"), self.lock.held():
                 tl = self.timeline()
                 writer.maybe_compact(tl, mdt_max_delta_commits(self.options), self.gen.next(floor=tl.latest_time()))
-        if auto_archive_enabled(self.options) and not job.merge_on_read:  # MOR timelines are not archived yet
+        if auto_archive_enabled(self.options):
             with job.timed("archive"), self.lock.held():
                 archive(self.storage, self.base_path, self.config(), self.options)
 
@@ -608,6 +609,17 @@ def clean_table(storage: Storage, base_path: str, options: Mapping[str, str] | N
     with tx.lock.held():
         tx._roll_back_failed_writes(tx.timeline(), refuse_live=False)
         return tx.clean(C.int_option(opts, C.CLEANER_COMMITS_RETAINED, 1))
+
+
+def archive_table(storage: Storage, base_path: str, options: Mapping[str, str] | None = None) -> ArchiveResult:
+    """``pyhudi archive``: archive the table's old instants, then its metadata table's, into their LSM timelines
+    (:mod:`pyhudi.services.archive`, the rules every commit applies with ``hoodie.archive.automatic``), under the
+    table lock when the concurrency mode needs one. A run that crashed is finished first."""
+    opts = {k: str(v) for k, v in (options or {}).items()}
+    tx = WriteTransaction(storage, base_path, opts)
+    check_writable(tx.base_path, tx.config(), "archival", mor_supported=True)
+    with tx.lock.held():
+        return archive(tx.storage, tx.base_path, tx.config(), opts)
 
 
 def compact_inline(options: Mapping[str, str]) -> bool:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
 
+from pyhudi.errors import PyHudiError
 from pyhudi.io.storage import Storage
 from pyhudi.table.fsview import FileEntry, FileSystemView, StaticListing, StorageListing
 from pyhudi.table.timeline import Instant, State, Timeline
@@ -161,6 +163,56 @@ def test_pending_compaction_log_goes_to_previous_slice() -> None:
     tl2 = Timeline([done("100", "101", "commit"), done("250", "320"), done("300", "310", "commit")])
     (s2,) = FileSystemView.build(files, tl2).latest_file_slices()
     assert s2.base_instant == "300" and [lf.instant for lf in s2.log_files] == ["250"]
+
+
+def test_archived_log_is_placed_by_its_archived_completion_time() -> None:
+    """Deltacommits older than the active timeline (archived): the one requested before the compaction 300 but
+    completed after it (305) belongs to the compacted slice, the one completed before it (260) to the old slice;
+    their completion times come from the archive, asked once and only for the logs a newer base file makes
+    undecided."""
+    FB = "22222222-2222-2222-2222-222222222222-0"
+    files = {
+        "": [
+            FileEntry(f"{FA}_0-1-1_100.parquet"),
+            FileEntry(f"{FA}_0-1-1_300.parquet"),
+            FileEntry(f".{FA}_200.log.1_0-1-1"),
+            FileEntry(f".{FA}_250.log.1_0-1-1"),
+            FileEntry(f".{FA}_400.log.1_0-1-1"),
+            FileEntry(f"{FB}_0-1-1_100.parquet"),
+            FileEntry(f".{FB}_150.log.1_0-1-1"),  # archived, but no newer base: the slice is 100 whatever it says
+        ]
+    }
+    tl = Timeline([done("300", "310", "commit"), done("400", "410")])  # 100..250 were archived
+    asked: list[set[str]] = []
+
+    def archived(instants: Iterable[str]) -> dict[str, str]:
+        asked.append(set(instants))
+        return {t: c for t, c in {"200": "305", "250": "260", "150": "160"}.items() if t in asked[-1]}
+
+    view = FileSystemView.build(files, tl, archived=archived)
+    assert asked == [{"200", "250"}]
+    g = view.file_group("", FA)
+    assert g is not None
+    old, new = g.slices
+    assert (old.base_instant, [lf.instant for lf in old.log_files]) == ("100", ["250"])
+    assert (new.base_instant, [lf.instant for lf in new.log_files]) == ("300", ["200", "400"])
+    assert [lf.completion_time for lf in new.log_files] == ["305", "410"]
+    gb = view.file_group("", FB)
+    assert gb is not None and [lf.instant for s in gb.slices for lf in s.log_files] == ["150"]
+    # an incremental view ending before 305 does not see the deltacommit that completed then
+    early = FileSystemView.build(files, tl, archived=archived, completed_by="300")
+    g = early.file_group("", FA)
+    assert g is not None and [lf.instant for s in g.slices for lf in s.log_files] == ["250"]
+    # unknown completion times are refused, naming the log file, never guessed
+    with pytest.raises(PyHudiError, match=rf"log file \.{FA}_200\.log\.1_0-1-1 .*archived"):
+        FileSystemView.build(files, tl, table="/t")
+    with pytest.raises(PyHudiError, match=r"/t: log file .*_250\.log.* not in the archived timeline"):
+        FileSystemView.build(files, tl, archived=lambda ts: {"200": "305"}, table="/t")
+    # without a newer base file nothing is asked
+    only_old = {"": [e for e in files[""] if not e.name.startswith(f"{FA}_0-1-1_300")]}
+    asked.clear()
+    FileSystemView.build(only_old, tl, archived=archived)
+    assert asked == []
 
 
 def test_static_listing_and_replaced() -> None:
