@@ -3,7 +3,9 @@
 Compares the ``files`` partition (merged, valid blocks only) with the committed data files found on storage
 (files whose instant is completed on the data timeline), and the latest file slices built from each source; and,
 when the table has a record index, every key of the latest file slices (base and log files merged) with the file
-group the index names for it.
+group the index names for it. A record index listed in ``hoodie.table.metadata.partitions`` whose file groups
+readers do not see (no ``record_index`` partition, none of its file groups, or not all of them) is a problem:
+lookups and upserts would find nothing, or hash keys over the wrong number of file groups.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 import pyarrow as pa
 
 from pyhudi.metadata.reader import RECORD_INDEX, MetadataTableReader
-from pyhudi.metadata.record_index import record_index_lookup
+from pyhudi.metadata.record_index import RecordIndexLookup, file_group_id
 from pyhudi.table.filenames import parse_data_file_name
 from pyhudi.table.fsview import StorageListing
 from pyhudi.table.schema import RECORD_KEY_COL
@@ -38,7 +40,7 @@ class ValidationReport:
     @property
     def record_index_ok(self) -> bool:
         ri = self.record_index
-        return ri is None or not (ri["missing"] or ri["extra"] or ri["wrong"])
+        return ri is None or not (ri["missing"] or ri["extra"] or ri["wrong"] or ri.get("problem"))
 
     @property
     def ok(self) -> bool:
@@ -111,15 +113,34 @@ def validate_table(table: Table) -> ValidationReport:
     b = {(s.partition, s.file_id): s.relative_paths for s in table.view(tl, use_metadata=False).latest_file_slices()}
     rep.slices_differ = [f"{p}/{f}" for (p, f) in sorted(set(a) | set(b)) if a.get((p, f)) != b.get((p, f))]
     if RECORD_INDEX in table.config.metadata_partitions:
-        rep.record_index = _check_record_index(table, tl)
+        rep.record_index = _check_record_index(table, tl, reader)
+        if rep.record_index.get("problem"):
+            rep.problems.append(rep.record_index["problem"])
     return rep
 
 
-def _check_record_index(table: Table, tl: Any, limit: int = 20) -> dict[str, Any]:
+def _visible_file_groups_problem(reader: MetadataTableReader) -> str | None:
+    """Why readers cannot use the listed record index as it is: no ``record_index`` partition in the metadata
+    table's view, no file group in it, or file groups other than ``record-index-0000-0`` ... ``-(N-1)-0``."""
+    listed = "record_index is listed in hoodie.table.metadata.partitions, but"
+    if RECORD_INDEX not in reader.partitions():
+        return f"{listed} the metadata table has no record_index partition (no partition metafile)"
+    ids = [s.file_id for s in reader.file_slices(RECORD_INDEX)]
+    if not ids:
+        return f"{listed} no file group of its partition is visible in the metadata table"
+    expected = [file_group_id(i) for i in range(len(ids))]
+    if ids != expected:
+        return (f"{listed} its visible file groups are {', '.join(ids)}, not {expected[0]} to {expected[-1]}: keys "
+                "would be hashed over the wrong file groups")
+    return None
+
+
+def _check_record_index(table: Table, tl: Any, reader: MetadataTableReader, limit: int = 20) -> dict[str, Any]:
     """Every live key mapped to the file group that holds it, and nothing else."""
-    lk = record_index_lookup(table.storage, table.base_path, tl, table.config)
-    if lk is None:
-        return {"missing": [], "extra": [], "wrong": [], "problem": "record_index is listed but not readable"}
+    problem = _visible_file_groups_problem(reader)
+    if problem is not None:
+        return {"missing": [], "extra": [], "wrong": [], "problem": problem}
+    lk = RecordIndexLookup.from_reader(reader)
     from pyhudi.read import plan as read_plan
     from pyhudi.read.slice_reader import FileSliceReader
 

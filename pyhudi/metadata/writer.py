@@ -167,24 +167,50 @@ class MetadataWriter:
                 )
                 self.delete()
             return None
-        keep_rli = rli_enabled(options) or RECORD_INDEX in cfg.metadata_partitions or (
-            RECORD_INDEX in cfg.metadata_partitions_inflight and pending_indexing(data_timeline) is not None
-        )  # an index being built by the async indexer stays
+        keep_rli = self._keeps_record_index(options, data_timeline)  # may re-read the config
+        cfg = self.data_config
         maintained = {FILES, RECORD_INDEX} if keep_rli else {FILES}
         stale = [p for p in cfg.metadata_partitions if p not in maintained]
         stale += [p for p in cfg.metadata_partitions_inflight if p not in maintained]
         if stale:
             self.dropped = sorted(set(stale))
             keep = [p for p in cfg.metadata_partitions if p in maintained]
-            self.data_config = update_table_config(
-                self.storage, meta, {METADATA_PARTITIONS: ",".join(keep), METADATA_PARTITIONS_INFLIGHT: ""}
-            )
+            # a record index the async indexer is building stays inflight
+            building = [p for p in cfg.metadata_partitions_inflight if p == RECORD_INDEX and keep_rli]
+            self.data_config = update_table_config(self.storage, meta, {
+                METADATA_PARTITIONS: ",".join(keep), METADATA_PARTITIONS_INFLIGHT: ",".join(building)
+            })
             for p in stale:
                 self.drop_partition(p)
         if not has_metadata_table(self.storage, self.base_path, self.data_config):
             self.create(data_timeline)
             self.data_config = read_table_config(self.storage, meta)
         return self.data_config
+
+    def _keeps_record_index(self, options: Mapping[str, str], data_timeline: ActiveTimeline) -> bool:
+        """The record index stays: asked for, available, or being built by the async indexer.
+
+        ``data_timeline`` may be older than the config (a write's timeline is read when the write begins, before
+        an indexer may have scheduled a build), so an inflight ``record_index`` without a pending indexing
+        instant on it is not taken for a leftover on that evidence alone. The indexer requests its indexing
+        instant before it lists the partition inflight, and lists the partition as available before it
+        completes the instant: a timeline read now, the config read after it, and the timeline read once more
+        tell a build in progress (or one that just finished, or one just scheduled) from an inflight mark left
+        behind. Only the last is dropped."""
+        cfg = self.data_config
+        if rli_enabled(options) or RECORD_INDEX in cfg.metadata_partitions:
+            return True
+        if RECORD_INDEX not in cfg.metadata_partitions_inflight:
+            return False
+        if pending_indexing(data_timeline) is not None:
+            return True
+        now = data_timeline.reload()
+        if pending_indexing(now) is not None:
+            return True
+        cfg = self.data_config = read_table_config(self.storage, posixpath.join(self.base_path, METAFOLDER))
+        if RECORD_INDEX in cfg.metadata_partitions:
+            return True
+        return RECORD_INDEX in cfg.metadata_partitions_inflight and pending_indexing(now.reload()) is not None
 
     def needs_record_index(self, options: Mapping[str, str]) -> bool:
         """The write asks for a record index the table neither has nor is building (async)."""

@@ -397,17 +397,20 @@ class WriteTransaction:
         faults.at("before_start", self.fault_spec)
         tl = self.begun
         with self.lock.held():
-            self._reserve(tl.reload())
+            # the metadata table is brought in line with the table as it is now, not as it was when the write
+            # began: an async index build may have been scheduled, and other writes may have completed, since
+            now = tl.reload()
+            self._reserve(now)
             assert self.heartbeat is not None and self.instant is not None
             self.heartbeat.start()
             producer.job.instant = self.instant
             writer = MetadataWriter(self.storage, self.base_path, self.config())
-            reconciled = writer.reconcile(self.options, tl)
+            reconciled = writer.reconcile(self.options, now)
             self.metadata_partitions_dropped = list(writer.dropped)
             if reconciled is not None:
                 self.metadata_writer = writer
                 if writer.needs_record_index(self.options):
-                    build_record_index(writer, tl, self.options, spark=producer.job.spark)
+                    build_record_index(writer, now, self.options, spark=producer.job.spark)
         requested = tl.create_requested(producer.action, self.instant, producer.requested_metadata())
         self.pending = requested
         self.pending = tl.transition_to_inflight(requested, producer.inflight_metadata())

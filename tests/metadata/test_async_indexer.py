@@ -215,3 +215,128 @@ def test_indexer_that_dies_is_restarted(spark, tmp_path: Path) -> None:  # type:
         AsyncRecordIndexBuilder(t.storage, t.base_path, OPTS, spark=spark).build(num_file_groups=4)
     assert seen == ["index.schedule", "index.snapshot", "index.build", "index.catch_up", "index.complete"]
     _check(base, model)
+
+
+@pytest.mark.parametrize("mode", ["single_writer", "optimistic"])
+def test_writer_begun_before_the_build_was_scheduled(spark, tmp_path: Path, mode: str) -> None:  # type: ignore[no-untyped-def]
+    """A write reads its timeline when it begins and prepares the metadata table when it starts. An index build
+    scheduled in between, and past writing its partition's metafile when the write starts, is kept: the write
+    neither drops the inflight partition (its metafile, so readers would never see the index) nor clears its
+    inflight mark, and it appends its own record-index changes to it."""
+    from pyhudi.metadata.partitions import metadata_base_path
+    from pyhudi.table.filenames import PARTITION_METAFILE
+    from pyhudi.txn.lock import lock_provider
+
+    occ = {"hoodie.write.concurrency.mode": "OPTIMISTIC_CONCURRENCY_CONTROL"} if mode == "optimistic" else {}
+    opts = {**OPTS, **occ}
+    base = str(tmp_path / "t")
+    model = _seed(spark, base)
+    part = Path(metadata_base_path(base), RECORD_INDEX)
+    lock = lock_provider(LOCAL, base, opts, needed=bool(occ))
+    builder = AsyncRecordIndexBuilder(LOCAL, base, opts, spark=spark, lock=lock.held)
+    at_build, written = threading.Event(), threading.Event()
+    errors: list[BaseException] = []
+    threads: list[threading.Thread] = []
+    at_start: list[list[str]] = []  # the partition's files when the write started
+
+    def indexer(plan: Any) -> None:
+        try:
+            builder.run(plan)
+        except BaseException as e:  # surfaced below
+            errors.append(e)
+            at_build.set()
+
+    def schedule_then_let_the_write_start(point: str) -> None:
+        """The write has begun (its timeline read) and not started: the build is scheduled and runs up to its
+        base files, where it waits for the write to commit."""
+        if threads:
+            return
+        with lock.held():
+            plan = builder.schedule(num_file_groups=2)
+        threads.append(threading.Thread(target=indexer, args=(plan,), daemon=True))
+        threads[0].start()
+        assert at_build.wait(300)
+        at_start.append(sorted(p.name for p in part.iterdir()))
+
+    def hold(point: str) -> None:
+        at_build.set()
+        assert written.wait(300)
+
+    try:
+        with faults.inject("before_start", schedule_then_let_the_write_start), faults.inject("index.build", hold):
+            _write(spark, base, model, 1, occ)
+            after_write = Table.open(base).config.metadata_partitions_inflight
+    finally:
+        written.set()
+        for th in threads:
+            th.join(timeout=600)
+    assert not errors, errors
+    _check(base, model)
+    assert at_start == [[PARTITION_METAFILE]]  # the build was past writing the partition's metafile
+    assert RECORD_INDEX in after_write
+    assert builder.caught_up == []  # the write appended its own record-index changes to the inflight partition
+    _write(spark, base, model, 2, {**occ, "hoodie.index.type": "RECORD_INDEX"})
+    _check(base, model)
+
+
+def test_reconcile_keeps_a_build_a_stale_timeline_or_config_misses(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """``MetadataWriter.reconcile`` given a timeline from before the build was scheduled, or a config from before
+    it completed, keeps the record index; an inflight mark no indexing instant backs is still dropped."""
+    from pyhudi.metadata.partitions import metadata_base_path
+    from pyhudi.metadata.writer import MetadataWriter
+    from pyhudi.table.filenames import write_partition_metadata
+    from pyhudi.table.properties import METADATA_PARTITIONS_INFLIGHT, update_table_config
+
+    base = str(tmp_path / "t")
+    model = _seed(spark, base)
+    stale = Table.open(base).timeline()
+    builder = AsyncRecordIndexBuilder(LOCAL, base, OPTS, spark=spark)
+    plan = builder.schedule(num_file_groups=2)
+    before_build = Table.open(base).config
+    writer = MetadataWriter(LOCAL, base, before_build)
+    writer.reconcile(OPTS, stale)
+    assert writer.dropped == []
+    assert RECORD_INDEX in Table.open(base).config.metadata_partitions_inflight
+    assert Path(metadata_base_path(base), RECORD_INDEX).is_dir()
+    builder.run(plan)
+    writer = MetadataWriter(LOCAL, base, before_build)  # inflight only; the build completed since
+    writer.reconcile(OPTS, stale)
+    assert writer.dropped == []
+    assert RECORD_INDEX in writer.data_config.metadata_partitions
+    _check(base, model)
+
+    other = str(tmp_path / "u")
+    _seed(spark, other)
+    meta = str(Path(other, ".hoodie"))
+    update_table_config(LOCAL, meta, {METADATA_PARTITIONS_INFLIGHT: RECORD_INDEX})  # no indexing instant
+    write_partition_metadata(LOCAL, metadata_base_path(other), RECORD_INDEX, "00000000000000002")
+    writer = MetadataWriter(LOCAL, other, Table.open(other).config)
+    writer.reconcile(OPTS, Table.open(other).timeline())
+    assert writer.dropped == [RECORD_INDEX]
+    assert RECORD_INDEX not in Table.open(other).config.metadata_partitions_inflight
+    assert not Path(metadata_base_path(other), RECORD_INDEX).exists()
+
+
+def test_validate_flags_a_listed_record_index_readers_do_not_see(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from pyhudi.metadata.partitions import metadata_base_path
+    from pyhudi.table.filenames import PARTITION_METAFILE
+
+    base = str(tmp_path / "t")
+    _seed(spark, base)
+    AsyncRecordIndexBuilder(LOCAL, base, OPTS, spark=spark).build(num_file_groups=3)
+    assert validate_table(Table.open(base)).ok
+    part = Path(metadata_base_path(base), RECORD_INDEX)
+    one = sorted(part.glob("record-index-0001-0_*"))
+    assert one
+    hidden = [(p, p.read_bytes()) for p in one]
+    for p, _ in hidden:
+        p.unlink()  # one file group of three gone: keys would hash over two
+    rep = validate_table(Table.open(base))
+    assert not rep.ok and any("record-index-0000-0, record-index-0002-0" in p for p in rep.problems), rep.problems
+    for p, data in hidden:
+        p.write_bytes(data)
+    assert validate_table(Table.open(base)).ok
+    (part / PARTITION_METAFILE).unlink()  # the partition is not a partition to readers any more
+    rep = validate_table(Table.open(base))
+    assert not rep.ok and any("no record_index partition" in p for p in rep.problems), rep.problems
+    assert rep.record_index is not None and not rep.record_index_ok
