@@ -24,16 +24,16 @@ from typing import TYPE_CHECKING, Protocol
 
 import pyarrow as pa
 
-from pyhudi.errors import InvalidInputError, PyHudiError, UnsupportedFormatError
+from pyhudi.errors import InvalidInputError, PyHudiError, UnsupportedFormatError, UnsupportedTableError
 from pyhudi.read.logscan import CommittedInstants
 from pyhudi.read.merge import MergeConfig
 from pyhudi.read.slice_reader import FileSliceReader, ReadSpec, SliceSpec
-from pyhudi.table.schema import table_schema, with_meta
+from pyhudi.table.schema import resolve_schema, table_schema, with_meta
 from pyhudi.table.timeline import ActiveTimeline
 
 if TYPE_CHECKING:
     from pyhudi.io.storage import Storage
-    from pyhudi.table.fsview import FileSystemView
+    from pyhudi.table.fsview import FileSlice, FileSystemView
     from pyhudi.table.lsm_timeline import FullTimeline
     from pyhudi.table.properties import TableConfig
 
@@ -183,11 +183,31 @@ def _spec(table: TableLike, timeline: ActiveTimeline, as_of: str | None = None, 
             f"{table.base_path}: hoodie.table.base.file.format={cfg.base_file_format}; pyhudi reads parquet base "
             "files only"
         )
-    schema = with_meta(table.schema() if as_of is None else
-                       table_schema(table.storage, table.base_path, cfg, timeline, as_of=as_of))
+    data, sor = resolve_schema(table.storage, table.base_path, cfg, timeline, as_of=as_of)
+    schema = with_meta(data)
     merge = MergeConfig.of_table(table.config, schema, table.base_path)
     instants = kw.pop("instants", None) or CommittedInstants.of(timeline.commits())
-    return ReadSpec(table.storage, table.base_path, schema, merge, instants, **kw)  # type: ignore[arg-type]
+    return ReadSpec(table.storage, table.base_path, schema, merge, instants,  # type: ignore[arg-type]
+                    schema_on_read=sor, **kw)  # type: ignore[arg-type]
+
+
+def _checked(spec: ReadSpec, slices: Sequence[FileSlice]) -> tuple[SliceSpec, ...]:
+    """The slices to read; a schema-on-read table's log files are refused (see :func:`refuse_logs`)."""
+    out = tuple(SliceSpec.of(s) for s in slices)
+    if spec.schema_on_read is not None and not spec.read_optimized:
+        for sl in out:
+            if sl.log_files:
+                raise refuse_logs(spec.base_path, sl.log_files[0])
+    return out
+
+
+def refuse_logs(base_path: str, log_file: str) -> UnsupportedTableError:
+    """Log files of a schema-on-read table are not read: their blocks' columns would have to be mapped by the
+    InternalSchema of each block's instant, which pyhudi does not implement."""
+    return UnsupportedTableError(
+        f"{base_path} uses schema-on-read evolution and its file slices have log files ({log_file}); pyhudi maps "
+        "base files through the InternalSchema history but not log blocks, and refuses the read rather than "
+        "return wrong rows (a read-optimized read, or a read after compaction, reads the base files)")
 
 
 def snapshot(
@@ -206,7 +226,7 @@ def snapshot(
         slices = [s for s in slices if s.base_file is not None]
     spec = _spec(table, tl, as_of, instants=CommittedInstants.of(tl.commits(), as_of=as_of),
                  read_optimized=read_optimized)
-    return ScanPlan(spec, tuple(SliceSpec.of(s) for s in slices))
+    return ScanPlan(spec, _checked(spec, slices))
 
 
 def incremental(
@@ -236,7 +256,7 @@ def incremental(
     view = table.view(tl).at(None, completed_by=end)
     slices = [s for s in view.latest_file_slices() if (s.partition, s.file_id) in touched]
     spec = _spec(table, tl, instants=CommittedInstants.of(tl.commits(), completed_by=end), commit_times=commits)
-    return ScanPlan(spec, tuple(SliceSpec.of(s) for s in slices))
+    return ScanPlan(spec, _checked(spec, slices))
 
 
 def for_keys(table: TableLike, keys: Sequence[str], *, timeline: ActiveTimeline | None = None) -> ScanPlan:

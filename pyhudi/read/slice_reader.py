@@ -38,8 +38,10 @@ from pyhudi.io.storage import Storage
 from pyhudi.read.filters import Pred, Stats, all_may_match
 from pyhudi.read.logscan import CommittedInstants, scan_log_blocks
 from pyhudi.read.merge import LogRecords, MergeConfig, Winners, final_merge
-from pyhudi.table.evolution import conform_table
+from pyhudi.table.evolution import FileMapping, conform_table
+from pyhudi.table.filenames import BaseFileName, parse_data_file_name
 from pyhudi.table.fsview import FileSlice
+from pyhudi.table.internal_schema import SchemaOnRead
 from pyhudi.table.schema import COMMIT_TIME_COL, RECORD_KEY_COL
 
 DEFAULT_BATCH_ROWS = int(str(C.READ_BATCH_ROWS.default))
@@ -77,6 +79,7 @@ class ReadSpec:
     predicates: tuple[Pred, ...] = ()  # the query's conjuncts: row groups they rule out are skipped (base-only reads)
     batch_rows: int = DEFAULT_BATCH_ROWS
     log_compact_rows: int = DEFAULT_LOG_COMPACT_ROWS
+    schema_on_read: SchemaOnRead | None = None  # a schema-on-read table: base files are read by field id
 
 
 def conform(t: pa.Table | pa.RecordBatch, schema: pa.Schema, where: str) -> pa.Table:
@@ -162,6 +165,10 @@ class FileSliceReader:
         """The buffered log record of every key of the slice's logs (after all valid blocks). Blocks are decoded
         in threads (the decoders release the GIL), at most a few ahead of the fold, which takes them in order."""
         spec = self.spec
+        if spec.schema_on_read is not None:
+            from pyhudi.read.plan import refuse_logs
+
+            raise refuse_logs(spec.base_path, self.slice.log_files[0])
         recs = LogRecords(spec.schema, spec.merge, self.where, spec.log_compact_rows)
         paths = [self._abs(p) for p in self.slice.log_files]
         blocks = scan_log_blocks(spec.storage, paths, spec.instants, load_content=False, on_compacted="refuse")
@@ -194,27 +201,45 @@ class FileSliceReader:
             return
         path = self._abs(rel)
         spec = self.spec
+        mapping = self._mapping(rel, path)
+
+        def out(b: pa.Table | pa.RecordBatch) -> pa.Table:
+            return mapping.apply(b, spec.schema) if mapping is not None else conform(b, spec.schema, path)
+
         try:
             if self._wanted is not None:
                 from pyhudi.table import base_file
 
                 t = base_file.read_base_file(spec.storage, path, filter_keys=self._wanted)
                 for b in t.to_batches(spec.batch_rows):
-                    yield conform(b, spec.schema, path)
+                    yield out(b)
                 return
             with spec.storage.open_input(path) as f:
                 pf = pq.ParquetFile(f)
                 present = set(pf.schema_arrow.names)
-                cols = [n for n in spec.schema.names if n in present]
+                wanted = spec.schema.names if mapping is None else [mapping.source_column(n) for n in spec.schema.names]
+                cols = [n for n in dict.fromkeys(wanted) if n is not None and n in present]
                 groups = self._row_groups(pf)
                 if not groups:
                     return
                 for b in pf.iter_batches(batch_size=spec.batch_rows, columns=cols, row_groups=groups):
-                    yield conform(b, spec.schema, path)
+                    yield out(b)
         except FileNotFoundError as e:
             raise StorageError(f"file not found: {path}") from e
         except (pa.ArrowInvalid, pa.ArrowException) as e:
             raise CorruptFileError(path, f"cannot read parquet: {e}") from None
+
+    def _mapping(self, rel: str, path: str) -> FileMapping | None:
+        """A schema-on-read table's base file: its columns mapped to the query's by the InternalSchema version of
+        the instant in its name."""
+        sor = self.spec.schema_on_read
+        if sor is None:
+            return None
+        name = parse_data_file_name(posixpath.basename(rel))
+        if not isinstance(name, BaseFileName):
+            raise CorruptFileError(path, "not a base file name: its instant, which names its schema version, is "
+                                         "unknown")
+        return FileMapping(sor, sor.version_for(name.instant, path), path)
 
     def _row_groups(self, pf: pq.ParquetFile) -> list[int]:
         """The base file's row groups to read: all, or -- when no log record merges into this read (a
@@ -224,7 +249,8 @@ class FileSliceReader:
         n = md.num_row_groups
         self.row_groups_total = n
         preds = self.spec.predicates
-        if not preds or not (self.spec.read_optimized or not self.slice.log_files):
+        # a schema-on-read file's column names may be another column's in the query: its statistics are not used
+        if not preds or not (self.spec.read_optimized or not self.slice.log_files) or self.spec.schema_on_read:
             self.row_groups_read = n
             return list(range(n))
         wanted = {p.column for p in preds}

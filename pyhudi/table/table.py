@@ -148,8 +148,8 @@ class Table:
     def check_writable(self, what: str, *, mor_supported: bool = False) -> None:
         """Refuse (:class:`~pyhudi.errors.UnsupportedTableError`) a write pyhudi cannot make exactly into this
         table -- a table version other than 9, an operation pyhudi does not make on merge-on-read tables (unless
-        ``mor_supported``) -- before anything is written."""
-        check_writable(self.base_path, self.config, what, mor_supported=mor_supported)
+        ``mor_supported``), a table that uses schema-on-read evolution -- before anything is written."""
+        check_writable(self.base_path, self.config, what, mor_supported=mor_supported, storage=self.storage)
 
     def build_record_index(
         self,

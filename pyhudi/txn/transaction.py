@@ -247,7 +247,7 @@ class WriteTransaction:
         (:class:`StreamingCheckpoint`, identifier from ``hoodie.datasource.write.streaming.checkpoint.identifier``)."""
         t0 = time.perf_counter()
         check_writable(self.base_path, self.config(), f"a write ({operation})",
-                       mor_supported=operation in MOR_OPERATIONS)
+                       mor_supported=operation in MOR_OPERATIONS, storage=self.storage)
         given_op = self.options.get(C.OPERATION)
         if given_op is not None and given_op.strip().lower() not in C.OPERATIONS:
             raise ConfigError(
@@ -604,7 +604,7 @@ def clean_table(storage: Storage, base_path: str, options: Mapping[str, str] | N
     needs one. Returns the completed clean instant, None when nothing needed deleting."""
     opts = {k: str(v) for k, v in (options or {}).items()}
     tx = WriteTransaction(storage, base_path, opts)
-    check_writable(tx.base_path, tx.config(), "cleaning", mor_supported=True)
+    check_writable(tx.base_path, tx.config(), "cleaning", mor_supported=True, storage=tx.storage)
     with tx.lock.held():
         tx._roll_back_failed_writes(tx.timeline(), refuse_live=False)
         return tx.clean(C.int_option(opts, C.CLEANER_COMMITS_RETAINED, 1))
@@ -623,7 +623,7 @@ def compact_table(storage: Storage, base_path: str, spark: Any, options: Mapping
     opts = {k: str(v) for k, v in (options or {}).items()}
     tx = WriteTransaction(storage, base_path, opts)
     cfg = tx.config()
-    check_writable(tx.base_path, cfg, "compaction", mor_supported=True)
+    check_writable(tx.base_path, cfg, "compaction", mor_supported=True, storage=tx.storage)
     if not cfg.is_mor:
         raise PyHudiError(f"{base_path} is a {cfg.table_type} table: only merge-on-read tables are compacted")
     C.check_honoured(opts)
@@ -644,7 +644,7 @@ def rollback_write(
     heartbeat fresh, its process running) is refused."""
     opts = {k: str(v) for k, v in (options or {}).items()}
     tx = WriteTransaction(storage, base_path, opts)
-    check_writable(tx.base_path, tx.config(), "a rollback", mor_supported=True)
+    check_writable(tx.base_path, tx.config(), "a rollback", mor_supported=True, storage=tx.storage)
     with tx.lock.held():
         tl = tx.timeline()
         inst = tl.get(instant)
