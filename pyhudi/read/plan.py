@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, Protocol
 
 import pyarrow as pa
 
-from pyhudi.errors import InvalidInputError, PyHudiError, UnsupportedFormatError, UnsupportedTableError
+from pyhudi.errors import InvalidInputError, PyHudiError, UnsupportedFormatError
 from pyhudi.read.logscan import CommittedInstants
 from pyhudi.read.merge import MergeConfig
-from pyhudi.read.slice_reader import FileSliceReader, ReadSpec, SliceSpec
+from pyhudi.read.slice_reader import FileSliceReader, ReadSpec, SliceSpec, refuse_logs
 from pyhudi.table.schema import resolve_schema, table_schema, with_meta
 from pyhudi.table.timeline import ActiveTimeline
 
@@ -199,15 +199,6 @@ def _checked(spec: ReadSpec, slices: Sequence[FileSlice]) -> tuple[SliceSpec, ..
             if sl.log_files:
                 raise refuse_logs(spec.base_path, sl.log_files[0])
     return out
-
-
-def refuse_logs(base_path: str, log_file: str) -> UnsupportedTableError:
-    """Log files of a schema-on-read table are not read: their blocks' columns would have to be mapped by the
-    InternalSchema of each block's instant, which pyhudi does not implement."""
-    return UnsupportedTableError(
-        f"{base_path} uses schema-on-read evolution and its file slices have log files ({log_file}); pyhudi maps "
-        "base files through the InternalSchema history but not log blocks, and refuses the read rather than "
-        "return wrong rows (a read-optimized read, or a read after compaction, reads the base files)")
 
 
 def snapshot(

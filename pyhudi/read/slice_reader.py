@@ -32,7 +32,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pyhudi import config as C
-from pyhudi.errors import CorruptFileError, StorageError
+from pyhudi.errors import CorruptFileError, StorageError, UnsupportedTableError
 from pyhudi.io.logfile import BlockType, LogBlock
 from pyhudi.io.storage import Storage
 from pyhudi.read.filters import Pred, Stats, all_may_match
@@ -87,6 +87,15 @@ def conform(t: pa.Table | pa.RecordBatch, schema: pa.Schema, where: str) -> pa.T
     lacks is all nulls (a column added to the table after ``t`` was written); see
     :func:`pyhudi.table.evolution.conform_table`."""
     return conform_table(t, schema, where)
+
+
+def refuse_logs(base_path: str, log_file: str) -> UnsupportedTableError:
+    """Log files of a schema-on-read table are not read: their blocks' columns would have to be mapped by the
+    InternalSchema of each block's instant, which pyhudi does not implement."""
+    return UnsupportedTableError(
+        f"{base_path} uses schema-on-read evolution and its file slices have log files ({log_file}); pyhudi maps "
+        "base files through the InternalSchema history but not log blocks, and refuses the read rather than "
+        "return wrong rows (a read-optimized read, or a read after compaction, reads the base files)")
 
 
 _WORKERS = max(1, min(4, os.cpu_count() or 1))
@@ -166,8 +175,6 @@ class FileSliceReader:
         in threads (the decoders release the GIL), at most a few ahead of the fold, which takes them in order."""
         spec = self.spec
         if spec.schema_on_read is not None:
-            from pyhudi.read.plan import refuse_logs
-
             raise refuse_logs(spec.base_path, self.slice.log_files[0])
         recs = LogRecords(spec.schema, spec.merge, self.where, spec.log_compact_rows)
         paths = [self._abs(p) for p in self.slice.log_files]

@@ -19,12 +19,16 @@ reconciled with the table's latest schema:
   picks the incoming schema then.
 
 A column is never dropped: dropping or renaming needs schema-on-read evolution (``hoodie.schema.on.read.enable``),
-which pyhudi does not implement.
+which pyhudi does not write.
 
 **Conforming data** (:func:`conform_array`, :func:`conform_table`): an array of one type brought to another by
 name, recursively -- struct fields the data lacks are nulls, fields the target lacks are left out, promoted
 types are cast as Avro's schema resolution (and Java) converts them (an int or long to a float or double rounds
 to nearest; a string read as bytes is its UTF-8; bytes read as string must be valid UTF-8).
+
+**Schema-on-read files** (:class:`FileMapping`): a base file of a table that uses schema-on-read evolution, its
+columns matched to the query's by InternalSchema field id rather than by name (see
+:mod:`pyhudi.table.internal_schema`).
 """
 
 from __future__ import annotations

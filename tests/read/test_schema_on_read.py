@@ -1,0 +1,328 @@
+"""Schema-on-read tables (``hoodie.schema.on.read.enable``): every read path maps each base file's columns to the
+query's by field id, through the InternalSchema history as Hudi stores it (tables built in Hudi's on-disk form by
+:mod:`tests.support.sor_tables`), checked against a plain model of the rows; what is not mapped is refused by
+name, and writes are refused."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from pyhudi import Table
+from pyhudi.errors import UnsupportedTableError
+from pyhudi.table.properties import MERGE_ON_READ
+from pyhudi.table.schema import META_COLUMNS
+from tests.support.sor_tables import LOCAL, Arr, F, Rec, SorTable, arrow_schema
+from tests.support.tree import snapshot as tree
+
+# version 0: the table's schema before schema-on-read (ids as AvroInternalSchemaConverter numbers them: the
+# record's fields first, meta columns 0-4, then the nested fields)
+V0 = (F(5, "id", "string"), F(6, "ts", "long"), F(7, "a", "int"), F(8, "b", "string"),
+      F(9, "st", Rec((F(11, "x", "int"), F(12, "y", "string")))), F(10, "tags", Arr(13, "string")))
+# ALTER TABLE RENAME COLUMN b TO bee, st.x TO st.xx
+V2 = (F(5, "id", "string"), F(6, "ts", "long"), F(7, "a", "int"), F(8, "bee", "string"),
+      F(9, "st", Rec((F(11, "xx", "int"), F(12, "y", "string")))), F(10, "tags", Arr(13, "string")))
+# bee moved first, tags dropped, a int -> long, st.y before st.xx, st.z added, b added (a new id: the old b's
+# values are bee's, never the new b's)
+V4 = (F(8, "bee", "string"), F(5, "id", "string"), F(6, "ts", "long"), F(7, "a", "long"),
+      F(9, "st", Rec((F(12, "y", "string"), F(11, "xx", "int"), F(15, "z", "long")))), F(14, "b", "string"))
+
+
+@dataclass
+class Written:
+    """A record as written: its values under the names of the version it was written with."""
+
+    key: str
+    commit: str
+    fields: tuple[F, ...]
+    values: dict[str, Any]
+
+
+def _render(values: dict[str, Any] | None, written: tuple[F, ...], query: tuple[F, ...]) -> dict[str, Any] | None:
+    """The model: a record written with ``written`` read through ``query`` -- by field id, nested too."""
+    if values is None:
+        return None
+    by_id = {f.id: f for f in written}
+    out: dict[str, Any] = {}
+    for q in query:
+        w = by_id.get(q.id)
+        if w is None:
+            out[q.name] = None
+        elif isinstance(q.type, Rec):
+            assert isinstance(w.type, Rec)
+            out[q.name] = _render(values.get(w.name), w.type.fields, q.type.fields)
+        else:
+            out[q.name] = values.get(w.name)
+    return out
+
+
+def expected(records: list[Written], query: tuple[F, ...]) -> dict[str, dict[str, Any]]:
+    out = {}
+    for r in records:
+        row = _render(r.values, r.fields, query)
+        assert row is not None
+        out[r.key] = {"_hoodie_commit_time": r.commit, **row}
+    return out
+
+
+def rows(t: pa.Table) -> dict[str, dict[str, Any]]:
+    data = t.drop_columns([c for c in META_COLUMNS if c != "_hoodie_commit_time" and c in t.column_names])
+    return {r["id"]: r for r in data.to_pylist()}
+
+
+@dataclass
+class Built:
+    m: SorTable
+    c1: str  # ordinary commit (no schema-on-read yet): f0 (k0, k1), f4 (k5)
+    t2: str  # ALTER -> V2
+    c3: str  # f0 rewritten (k1 updated), f1 (k2)
+    t4: str  # ALTER -> V4
+    c5: str  # f2 (k3)
+    c6: str  # f3 (k4), the schema unchanged (latestSchema keeps version t4)
+    live: dict[str, Written]  # key -> the record the latest snapshot holds
+    at_c3: dict[str, Written]
+
+
+def build(base: Path) -> Built:
+    m = SorTable(base, V0)
+    k0 = {"id": "k0", "ts": 1, "a": 10, "b": "B0", "st": {"x": 1, "y": "y0"}, "tags": ["t0", "u0"]}
+    k1 = {"id": "k1", "ts": 1, "a": 11, "b": "B1", "st": None, "tags": None}
+    k5 = {"id": "k5", "ts": 1, "a": -5, "b": None, "st": {"x": None, "y": "y5"}, "tags": []}
+    c1 = m.write({"f0": [k0, k1], "f4": [k5]}, schema_on_read=False)
+    t2 = m.alter(V2)
+    k0b = {"id": "k0", "ts": 1, "a": 10, "bee": "B0", "st": {"xx": 1, "y": "y0"}, "tags": ["t0", "u0"],
+           "_hoodie_commit_time": c1}
+    k1b = {"id": "k1", "ts": 2, "a": 2**31 - 1, "bee": "B1'", "st": {"xx": 7, "y": None}, "tags": ["t1"]}
+    k2 = {"id": "k2", "ts": 2, "a": 12, "bee": "B2", "st": {"xx": 2, "y": "y2"}, "tags": ["t2"]}
+    c3 = m.write({"f0": [k0b, k1b], "f1": [k2]})
+    t4 = m.alter(V4)
+    k3 = {"bee": "B3", "id": "k3", "ts": 3, "a": 2**40, "st": {"y": "y3", "xx": 3, "z": 33}, "b": "new-b3"}
+    c5 = m.write({"f2": [k3]})
+    k4 = {"bee": None, "id": "k4", "ts": 4, "a": -(2**35), "st": {"y": "y4", "xx": None, "z": None}, "b": "new-b4"}
+    c6 = m.write({"f3": [k4]})
+    live = {"k0": Written("k0", c1, V2, k0b), "k1": Written("k1", c3, V2, k1b), "k2": Written("k2", c3, V2, k2),
+            "k3": Written("k3", c5, V4, k3), "k4": Written("k4", c6, V4, k4), "k5": Written("k5", c1, V0, k5)}
+    at_c3 = {k: live[k] for k in ("k0", "k1", "k2", "k5")}
+    return Built(m, c1, t2, c3, t4, c5, c6, live, at_c3)
+
+
+@pytest.fixture
+def built(tmp_path: Path) -> Built:
+    return build(tmp_path / "sor")
+
+
+def completion(b: Built, instant: str) -> str:
+    inst = next(i for i in b.m.timeline().completed_commits() if i.requested_time == instant)
+    assert inst.completion_time is not None
+    return inst.completion_time
+
+
+def test_history_on_disk_as_hudi_writes_it(built: Built) -> None:
+    """The fixture's .hoodie/.schema: requested, inflight and completed files per schema commit; the current
+    history holds the versions 0, t2 and t4, newest first."""
+    import json
+
+    names = sorted(p.name for p in (Path(built.m.base) / ".hoodie" / ".schema").iterdir())
+    for t in (built.t2, built.c3, built.t4, built.c5, built.c6):
+        assert f"{t}.schemacommit.requested" in names and f"{t}.schemacommit.inflight" in names
+        assert any(re.fullmatch(rf"{t}_\d{{17}}\.schemacommit", n) for n in names)
+    assert not any(n.startswith(built.c1) for n in names)
+    last = (Path(built.m.base) / ".hoodie" / ".schema" / [n for n in names if n.endswith(".schemacommit")][-1])
+    assert [s["version-id"] for s in json.loads(last.read_text())["schemas"]] == [int(built.t4), int(built.t2), 0]
+
+
+def test_schema_is_the_latest_internal_schema(built: Built) -> None:
+    t = Table.open(built.m.base)
+    assert t.schema() == arrow_schema(V4)
+    assert t.schema().names == ["bee", "id", "ts", "a", "st", "b"]
+
+
+def test_snapshot_maps_every_file_by_field_id(built: Built) -> None:
+    """Files of version 0 (f4), of V2 (f0, f1) and of V4 (f2, f3) read under V4's names: renamed columns (b ->
+    bee, st.x -> st.xx) carry their values, the dropped tags is gone, a (int -> long) is widened, the added b and
+    st.z are null in older files -- the old b's values never reach the new b."""
+    t = Table.open(built.m.base)
+    got = t.to_arrow()
+    assert got.schema.names == [*META_COLUMNS, "bee", "id", "ts", "a", "st", "b"]
+    assert got.schema.field("a").type == pa.int64()
+    assert rows(got) == expected(list(built.live.values()), V4)
+    assert rows(got)["k0"]["bee"] == "B0" and rows(got)["k0"]["b"] is None
+    assert rows(t.to_arrow(read_optimized=True)) == rows(got)
+
+
+def test_time_travel_reads_with_the_schema_of_its_instant(built: Built) -> None:
+    t = Table.open(built.m.base)
+    at_c3 = t.to_arrow(as_of=built.c3)
+    assert at_c3.schema.names == [*META_COLUMNS, "id", "ts", "a", "bee", "st", "tags"]
+    assert rows(at_c3) == expected(list(built.at_c3.values()), V2)
+    at_t2 = t.to_arrow(as_of=built.t2)  # the files of c1, version 0, under V2's names
+    old = [Written("k0", built.c1, V0, {"id": "k0", "ts": 1, "a": 10, "b": "B0", "st": {"x": 1, "y": "y0"},
+                                        "tags": ["t0", "u0"]}),
+           Written("k1", built.c1, V0, {"id": "k1", "ts": 1, "a": 11, "b": "B1", "st": None, "tags": None}),
+           built.live["k5"]]
+    assert rows(at_t2) == expected(old, V2)
+
+
+def test_time_travel_before_the_first_internal_schema_refused(built: Built) -> None:
+    """At c1 the table had no InternalSchema while .hoodie/.schema holds history: refused, not guessed."""
+    t = Table.open(built.m.base)
+    with pytest.raises(UnsupportedTableError, match=rf"{re.escape(built.m.base)} uses schema-on-read evolution .*"
+                                                    rf"commit {built.c1}, the latest at or before {built.c1}, "
+                                                    r"with a schema, records no InternalSchema"):
+        t.to_arrow(as_of=built.c1)
+
+
+def test_incremental_reads(built: Built) -> None:
+    t = Table.open(built.m.base)
+    late = t.incremental_arrow(completion(built, built.c3))
+    assert rows(late) == expected([built.live["k3"], built.live["k4"]], V4)
+    mid = t.incremental_arrow(completion(built, built.c1), completion(built, built.c3))
+    # as of c3, in the latest schema: k1 and k2 changed by c3 (k0 kept its c1 commit time)
+    assert rows(mid) == expected([built.live["k1"], built.live["k2"]], V4)
+    assert rows(t.incremental_arrow("0")) == expected(list(built.live.values()), V4)
+
+
+def test_point_reads(built: Built) -> None:
+    t = Table.open(built.m.base)
+    assert rows(t.read_keys(["k0", "k3", "k5", "nope"])) == expected(
+        [built.live["k0"], built.live["k3"], built.live["k5"]], V4)
+
+
+# -- refused --------------------------------------------------------------------------------------------------
+def test_writes_refused(built: Built) -> None:
+    t = Table.open(built.m.base)
+    before = tree(Path(built.m.base))
+    msg = rf"{re.escape(built.m.base)} uses schema-on-read evolution .*pyhudi reads such tables but refuses "
+    with pytest.raises(UnsupportedTableError, match=msg + r"a write \(upsert\)"):
+        t.check_writable("a write (upsert)")
+    with pytest.raises(UnsupportedTableError, match=msg + "cleaning"):
+        t.clean()
+    with pytest.raises(UnsupportedTableError, match=msg + "a rollback"):
+        t.rollback(built.c6)
+    assert tree(Path(built.m.base)) == before
+
+
+def test_log_files_refused(tmp_path: Path) -> None:
+    """A merge-on-read slice with log files: log blocks are not mapped, so the read is refused naming the file;
+    a read-optimized read (base files) maps as on copy-on-write tables."""
+    from pyhudi.io.logfile import avro_data_block
+    from pyhudi.table.schema import arrow_to_avro
+
+    m = SorTable(tmp_path / "mor", V0[:3], table_type=MERGE_ON_READ)
+    c1 = m.write({"f0": [{"id": "k0", "ts": 1, "a": 1}]}, schema_on_read=False)
+    m.alter((F(5, "id", "string"), F(6, "ts", "long"), F(7, "a2", "int")))
+    t3 = m._begin("deltacommit")
+    name = f".f0_{c1}.log.1_0-1-0"
+    import json
+
+    block_schema = json.dumps(arrow_to_avro(arrow_schema(m.fields), "t_record", "hoodie.t"))
+    rec = {"_hoodie_commit_time": t3, "_hoodie_commit_seqno": f"{t3}_0_9", "_hoodie_record_key": "k0",
+           "_hoodie_partition_path": "", "_hoodie_file_name": "f0", "id": "k0", "ts": 2, "a2": 2}
+    LOCAL.write_bytes(str(tmp_path / "mor" / name), avro_data_block([rec], t3, block_schema))
+    size = (tmp_path / "mor" / name).stat().st_size
+    m._persist_history(t3)
+    m._commit(t3, [{"fileId": "f0", "path": name, "prevCommit": c1, "numWrites": 1, "numDeletes": 0,
+                    "numUpdateWrites": 1, "numInserts": 0, "totalWriteBytes": size, "totalWriteErrors": 0,
+                    "partitionPath": "", "fileSizeInBytes": size, "logFiles": [name]}], "UPSERT", internal=True)
+    t = Table.open(m.base)
+    for attempt in (t.to_arrow, lambda: t.read_keys(["k0"]), lambda: t.incremental_arrow("0")):
+        with pytest.raises(UnsupportedTableError, match=rf"{re.escape(m.base)} uses schema-on-read evolution and its "
+                                                        rf"file slices have log files \({re.escape(name)}\)"):
+            attempt()
+    assert t.to_arrow(read_optimized=True).select(["id", "ts", "a2"]).to_pylist() == [{"id": "k0", "ts": 1, "a2": 1}]
+
+
+def test_type_change_not_converted_refused(tmp_path: Path) -> None:
+    """float -> double (and other changes but int/long widenings) are refused naming the table, file and column:
+    Hudi's readers convert them differently from one another."""
+    m = SorTable(tmp_path / "f", (F(5, "id", "string"), F(6, "ts", "long"), F(7, "v", "float")))
+    c1 = m.write({"f0": [{"id": "k0", "ts": 1, "v": 0.1}]}, schema_on_read=False)
+    m.alter((F(5, "id", "string"), F(6, "ts", "long"), F(7, "v", "double")))
+    m.write({"f1": [{"id": "k1", "ts": 2, "v": 0.2}]})
+    t = Table.open(m.base)
+    assert t.schema().field("v").type == pa.float64()
+    with pytest.raises(UnsupportedTableError, match=rf"{re.escape(m.base)}: .*f0_0-1-0_{c1}\.parquet: column 'v' "
+                                                    r"changed type from float \(in the file\) to double"):
+        t.to_arrow()
+
+
+def test_file_older_than_the_history_refused(tmp_path: Path) -> None:
+    """A history without the version a file was written with (no version 0): the file's ids are unknown."""
+    m = SorTable(tmp_path / "h", V0[:3])
+    c1 = m.write({"f0": [{"id": "k0", "ts": 1, "a": 1}]}, schema_on_read=False)
+    m.alter((F(5, "id", "string"), F(6, "ts", "long"), F(7, "a2", "int")), first_history=False)
+    t = Table.open(m.base)
+    assert t.schema().names == ["id", "ts", "a2"]
+    with pytest.raises(UnsupportedTableError, match=rf"f0_0-1-0_{c1}\.parquet was written at {c1}, before the "
+                                                    r"oldest InternalSchema version"):
+        t.to_arrow()
+
+
+def test_commit_without_internal_schema_after_history_refused(tmp_path: Path) -> None:
+    """A commit recording only an Avro schema after the table used schema-on-read: which names its files carry
+    is unknown, so the read is refused."""
+    m = SorTable(tmp_path / "w", V0[:3])
+    m.write({"f0": [{"id": "k0", "ts": 1, "a": 1}]}, schema_on_read=False)
+    m.alter((F(5, "id", "string"), F(6, "ts", "long"), F(7, "a2", "int")))
+    c3 = m.write({"f1": [{"id": "k1", "ts": 2, "a2": 2}]}, schema_on_read=False)
+    t = Table.open(m.base)
+    for attempt in (t.schema, t.to_arrow):
+        with pytest.raises(UnsupportedTableError, match=rf"commit {c3}, the latest with a schema, records no "
+                                                        "InternalSchema"):
+            attempt()
+
+
+def test_ordinary_tables_have_no_schema_on_read(tmp_path: Path) -> None:
+    """A table whose .hoodie/.schema is empty (as Hudi creates it) reads as before: no history, names as
+    written."""
+    from pyhudi.read.plan import snapshot
+
+    m = SorTable(tmp_path / "o", V0[:3])
+    m.write({"f0": [{"id": "k0", "ts": 1, "a": 1}]}, schema_on_read=False)
+    t = Table.open(m.base)
+    assert snapshot(t).read.schema_on_read is None
+    assert t.to_arrow().select(["id", "ts", "a"]).to_pylist() == [{"id": "k0", "ts": 1, "a": 1}]
+
+
+# -- Spark ----------------------------------------------------------------------------------------------------------
+@pytest.mark.spark
+def test_spark_reads(spark, built: Built) -> None:  # type: ignore[no-untyped-def]
+    """Table.read and the hudi data source (snapshot, time travel, incremental, a filter on a renamed column)
+    return the model's rows."""
+    t = Table.open(built.m.base)
+
+    def spark_rows(df: Any) -> dict[str, dict[str, Any]]:
+        return rows(pa.Table.from_pylist([r.asDict(recursive=True) for r in df.collect()]))
+
+    want = expected(list(built.live.values()), V4)
+    assert spark_rows(t.read(spark)) == want
+    assert spark_rows(t.read(spark, as_of=built.c3)) == expected(list(built.at_c3.values()), V2)
+    assert spark_rows(t.read_incremental(completion(built, built.c3), spark=spark)) == expected(
+        [built.live["k3"], built.live["k4"]], V4)
+    src = spark.read.format("pyhudi").load(built.m.base)
+    assert src.columns == [*META_COLUMNS, "bee", "id", "ts", "a", "st", "b"]
+    assert spark_rows(src) == want
+    assert spark_rows(src.where("bee = 'B0'")) == {"k0": want["k0"]}
+    assert spark_rows(src.where("b = 'B0'")) == {}
+    assert spark_rows(src.where("st.xx = 3")) == {"k3": want["k3"]}
+    tt = spark.read.format("pyhudi").option("as.of.instant", built.c3).load(built.m.base)
+    assert spark_rows(tt) == expected(list(built.at_c3.values()), V2)
+    inc = (spark.read.format("pyhudi").option("hoodie.datasource.query.type", "incremental")
+           .option("hoodie.datasource.read.begin.instanttime", completion(built, built.c3)).load(built.m.base))
+    assert spark_rows(inc) == expected([built.live["k3"], built.live["k4"]], V4)
+
+
+@pytest.mark.spark
+def test_spark_write_refused(spark, built: Built) -> None:  # type: ignore[no-untyped-def]
+    t = Table.open(built.m.base)
+    before = tree(Path(built.m.base))
+    df = spark.createDataFrame([{"id": "k9", "ts": 9, "bee": "x"}])
+    with pytest.raises(UnsupportedTableError, match=rf"{re.escape(built.m.base)} uses schema-on-read evolution .*"
+                                                    r"refuses a write \(upsert\)"):
+        t.write(df, "upsert", {"hoodie.datasource.write.recordkey.field": "id"})
+    assert tree(Path(built.m.base)) == before
