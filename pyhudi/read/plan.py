@@ -27,13 +27,13 @@ import pyarrow as pa
 from pyhudi.errors import InvalidInputError, PyHudiError, UnsupportedFormatError
 from pyhudi.read.logscan import CommittedInstants
 from pyhudi.read.merge import MergeConfig
-from pyhudi.read.slice_reader import FileSliceReader, ReadSpec, SliceSpec, refuse_logs
+from pyhudi.read.slice_reader import FileSliceReader, ReadSpec, SliceSpec
 from pyhudi.table.schema import resolve_schema, table_schema, with_meta
 from pyhudi.table.timeline import ActiveTimeline
 
 if TYPE_CHECKING:
     from pyhudi.io.storage import Storage
-    from pyhudi.table.fsview import FileSlice, FileSystemView
+    from pyhudi.table.fsview import FileSystemView
     from pyhudi.table.lsm_timeline import FullTimeline
     from pyhudi.table.properties import TableConfig
 
@@ -191,16 +191,6 @@ def _spec(table: TableLike, timeline: ActiveTimeline, as_of: str | None = None, 
                     schema_on_read=sor, **kw)  # type: ignore[arg-type]
 
 
-def _checked(spec: ReadSpec, slices: Sequence[FileSlice]) -> tuple[SliceSpec, ...]:
-    """The slices to read; a schema-on-read table's log files are refused (see :func:`refuse_logs`)."""
-    out = tuple(SliceSpec.of(s) for s in slices)
-    if spec.schema_on_read is not None and not spec.read_optimized:
-        for sl in out:
-            if sl.log_files:
-                raise refuse_logs(spec.base_path, sl.log_files[0])
-    return out
-
-
 def snapshot(
     table: TableLike,
     *,
@@ -217,7 +207,7 @@ def snapshot(
         slices = [s for s in slices if s.base_file is not None]
     spec = _spec(table, tl, as_of, instants=CommittedInstants.of(tl.commits(), as_of=as_of),
                  read_optimized=read_optimized)
-    return ScanPlan(spec, _checked(spec, slices))
+    return ScanPlan(spec, tuple(SliceSpec.of(s) for s in slices))
 
 
 def incremental(
@@ -247,7 +237,7 @@ def incremental(
     view = table.view(tl).at(None, completed_by=end)
     slices = [s for s in view.latest_file_slices() if (s.partition, s.file_id) in touched]
     spec = _spec(table, tl, instants=CommittedInstants.of(tl.commits(), completed_by=end), commit_times=commits)
-    return ScanPlan(spec, _checked(spec, slices))
+    return ScanPlan(spec, tuple(SliceSpec.of(s) for s in slices))
 
 
 def for_keys(table: TableLike, keys: Sequence[str], *, timeline: ActiveTimeline | None = None) -> ScanPlan:

@@ -32,17 +32,17 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pyhudi import config as C
-from pyhudi.errors import CorruptFileError, StorageError, UnsupportedTableError
+from pyhudi.errors import CorruptFileError, StorageError
 from pyhudi.io.logfile import BlockType, LogBlock
 from pyhudi.io.storage import Storage
 from pyhudi.read.filters import Pred, Stats, all_may_match
 from pyhudi.read.logscan import CommittedInstants, scan_log_blocks
-from pyhudi.read.merge import LogRecords, MergeConfig, Winners, final_merge
+from pyhudi.read.merge import OPERATION_COL, LogRecords, MergeConfig, Winners, final_merge
 from pyhudi.table.evolution import FileMapping, conform_table
 from pyhudi.table.filenames import BaseFileName, parse_data_file_name
 from pyhudi.table.fsview import FileSlice
-from pyhudi.table.internal_schema import SchemaOnRead
-from pyhudi.table.schema import COMMIT_TIME_COL, RECORD_KEY_COL
+from pyhudi.table.internal_schema import SchemaOnRead, to_arrow
+from pyhudi.table.schema import COMMIT_TIME_COL, RECORD_KEY_COL, with_meta, without_meta
 
 DEFAULT_BATCH_ROWS = int(str(C.READ_BATCH_ROWS.default))
 DEFAULT_LOG_COMPACT_ROWS = int(str(C.READ_LOG_COMPACT_ROWS.default))
@@ -87,15 +87,6 @@ def conform(t: pa.Table | pa.RecordBatch, schema: pa.Schema, where: str) -> pa.T
     lacks is all nulls (a column added to the table after ``t`` was written); see
     :func:`pyhudi.table.evolution.conform_table`."""
     return conform_table(t, schema, where)
-
-
-def refuse_logs(base_path: str, log_file: str) -> UnsupportedTableError:
-    """Log files of a schema-on-read table are not read: their blocks' columns would have to be mapped by the
-    InternalSchema of each block's instant, which pyhudi does not implement."""
-    return UnsupportedTableError(
-        f"{base_path} uses schema-on-read evolution and its file slices have log files ({log_file}); pyhudi maps "
-        "base files through the InternalSchema history but not log blocks, and refuses the read rather than "
-        "return wrong rows (a read-optimized read, or a read after compaction, reads the base files)")
 
 
 _WORKERS = max(1, min(4, os.cpu_count() or 1))
@@ -165,6 +156,7 @@ class FileSliceReader:
         self._wanted = pa.array(list(dict.fromkeys(spec.keys)), pa.string()) if spec.keys is not None else None
         self.row_groups_total = 0  # of the base file
         self.row_groups_read = 0
+        self._query: pa.Schema | None = None  # a schema-on-read table's query columns, as mapped log blocks hold them
 
     def _abs(self, rel: str) -> str:
         return posixpath.join(self.spec.base_path, rel)
@@ -174,8 +166,6 @@ class FileSliceReader:
         """The buffered log record of every key of the slice's logs (after all valid blocks). Blocks are decoded
         in threads (the decoders release the GIL), at most a few ahead of the fold, which takes them in order."""
         spec = self.spec
-        if spec.schema_on_read is not None:
-            raise refuse_logs(spec.base_path, self.slice.log_files[0])
         recs = LogRecords(spec.schema, spec.merge, self.where, spec.log_compact_rows)
         paths = [self._abs(p) for p in self.slice.log_files]
         blocks = scan_log_blocks(spec.storage, paths, spec.instants, load_content=False, on_compacted="refuse")
@@ -197,9 +187,28 @@ class FileSliceReader:
             block = b.records(spec.storage)
             if self._wanted is not None:
                 block = block.filter(pc.is_in(block.column(RECORD_KEY_COL), value_set=self._wanted))
-            return "data", block, conform(block, spec.schema, f"{b.path} (block at offset {b.offset})")
+            where = f"{b.path} (block at offset {b.offset})"
+            sor = spec.schema_on_read
+            if sor is None:
+                return "data", block, conform(block, spec.schema, where)
+            return ("data", *self._mapped_block(sor, block, b.instant_time, where))
         finally:
             b.release()
+
+    def _mapped_block(self, sor: SchemaOnRead, block: pa.Table, instant: str | None,
+                      where: str) -> tuple[pa.Table, pa.Table]:
+        """A schema-on-read table's log block, mapped by the InternalSchema version of its INSTANT_TIME header as
+        Hudi's log reader does (``composeEvolvedSchemaTransformer``): (every query column, for the delete markers;
+        the output columns)."""
+        if not instant:
+            raise CorruptFileError(where, "a data block without an INSTANT_TIME header: its schema version is unknown")
+        mapping = FileMapping(sor, sor.version_for(instant, where), where)
+        if self._query is None:
+            self._query = with_meta(without_meta(to_arrow(sor.query, sor.table)))
+        full = mapping.apply(block, self._query)
+        if OPERATION_COL in block.column_names and OPERATION_COL not in full.column_names:
+            full = full.append_column(OPERATION_COL, block.column(OPERATION_COL))
+        return full, full.select(self.spec.schema.names)
 
     # -- base file ---------------------------------------------------------------------------------------------
     def _base_batches(self) -> Iterator[pa.Table]:

@@ -26,8 +26,8 @@ name, recursively -- struct fields the data lacks are nulls, fields the target l
 types are cast as Avro's schema resolution (and Java) converts them (an int or long to a float or double rounds
 to nearest; a string read as bytes is its UTF-8; bytes read as string must be valid UTF-8).
 
-**Schema-on-read files** (:class:`FileMapping`): a base file of a table that uses schema-on-read evolution, its
-columns matched to the query's by InternalSchema field id rather than by name (see
+**Schema-on-read files** (:class:`FileMapping`): a base file or log block of a table that uses schema-on-read
+evolution, its columns matched to the query's by InternalSchema field id rather than by name (see
 :mod:`pyhudi.table.internal_schema`).
 """
 
@@ -271,8 +271,8 @@ _CASTS: dict[str, frozenset[str]] = {
 
 
 class FileMapping:
-    """How one file's columns become the query's: for every query column (by name), the file's column of the
-    same id (None: null) and the conversions on the way."""
+    """How one file's (or log block's) columns become the query's: for every query column (by name), the file's
+    column of the same id (None: null) and the conversions on the way. ``path`` names the file in errors."""
 
     def __init__(self, sor: SchemaOnRead, file_schema: InternalSchema, path: str) -> None:
         self.sor = sor

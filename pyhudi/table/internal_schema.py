@@ -33,6 +33,9 @@ schema is the version of its instant (the instant in its name): the history's ve
 greatest version below it. Its columns are matched to the query's by id at every depth: a column renamed since
 reads under the query's name, a column the file lacks (added later, or dropped and added again under the same
 name, which gets a new id) is null, a column the query lacks (dropped) is not read, a type changed since is cast.
+A log data block is mapped the same way by the version of its ``INSTANT_TIME`` header
+(``composeEvolvedSchemaTransformer`` of Hudi's log reader). The mapping itself is
+:class:`pyhudi.table.evolution.FileMapping`.
 """
 
 from __future__ import annotations

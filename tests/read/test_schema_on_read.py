@@ -1,7 +1,7 @@
-"""Schema-on-read tables (``hoodie.schema.on.read.enable``): every read path maps each base file's columns to the
-query's by field id, through the InternalSchema history as Hudi stores it (tables built in Hudi's on-disk form by
-:mod:`tests.support.sor_tables`), checked against a plain model of the rows; what is not mapped is refused by
-name, and writes are refused."""
+"""Schema-on-read tables (``hoodie.schema.on.read.enable``): every read path maps each base file's and log block's
+columns to the query's by field id, through the InternalSchema history as Hudi stores it (tables built in Hudi's
+on-disk form by :mod:`tests.support.sor_tables`), checked against a plain model of the rows; what is not mapped is
+refused by name, and writes are refused."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from pyhudi import Table
 from pyhudi.errors import UnsupportedTableError
 from pyhudi.table.properties import MERGE_ON_READ
 from pyhudi.table.schema import META_COLUMNS
-from tests.support.sor_tables import LOCAL, Arr, F, Rec, SorTable, arrow_schema
+from tests.support.sor_tables import Arr, F, Rec, SorTable, arrow_schema
 from tests.support.tree import snapshot as tree
 
 # version 0: the table's schema before schema-on-read (ids as AvroInternalSchemaConverter numbers them: the
@@ -207,34 +207,42 @@ def test_writes_refused(built: Built) -> None:
     assert tree(Path(built.m.base)) == before
 
 
-def test_log_files_refused(tmp_path: Path) -> None:
-    """A merge-on-read slice with log files: log blocks are not mapped, so the read is refused naming the file;
-    a read-optimized read (base files) maps as on copy-on-write tables."""
-    from pyhudi.io.logfile import avro_data_block
-    from pyhudi.table.schema import arrow_to_avro
+# merge-on-read: version 0, then b -> bee, a int -> long, st.x -> st.xx; then a dropped, b added (a new id), st.z
+M0 = (F(5, "id", "string"), F(6, "ts", "long"), F(7, "a", "int"), F(8, "b", "string"),
+      F(9, "st", Rec((F(10, "x", "int"),))))
+M2 = (F(5, "id", "string"), F(6, "ts", "long"), F(7, "a", "long"), F(8, "bee", "string"),
+      F(9, "st", Rec((F(10, "xx", "int"),))))
+M4 = (F(8, "bee", "string"), F(5, "id", "string"), F(6, "ts", "long"),
+      F(9, "st", Rec((F(10, "xx", "int"), F(12, "z", "long")))), F(11, "b", "string"))
 
-    m = SorTable(tmp_path / "mor", V0[:3], table_type=MERGE_ON_READ)
-    c1 = m.write({"f0": [{"id": "k0", "ts": 1, "a": 1}]}, schema_on_read=False)
-    m.alter((F(5, "id", "string"), F(6, "ts", "long"), F(7, "a2", "int")))
-    t3 = m._begin("deltacommit")
-    name = f".f0_{c1}.log.1_0-1-0"
-    import json
 
-    block_schema = json.dumps(arrow_to_avro(arrow_schema(m.fields), "t_record", "hoodie.t"))
-    rec = {"_hoodie_commit_time": t3, "_hoodie_commit_seqno": f"{t3}_0_9", "_hoodie_record_key": "k0",
-           "_hoodie_partition_path": "", "_hoodie_file_name": "f0", "id": "k0", "ts": 2, "a2": 2}
-    LOCAL.write_bytes(str(tmp_path / "mor" / name), avro_data_block([rec], t3, block_schema))
-    size = (tmp_path / "mor" / name).stat().st_size
-    m._persist_history(t3)
-    m._commit(t3, [{"fileId": "f0", "path": name, "prevCommit": c1, "numWrites": 1, "numDeletes": 0,
-                    "numUpdateWrites": 1, "numInserts": 0, "totalWriteBytes": size, "totalWriteErrors": 0,
-                    "partitionPath": "", "fileSizeInBytes": size, "logFiles": [name]}], "UPSERT", internal=True)
+def test_merge_on_read_log_blocks_map_by_their_instant(tmp_path: Path) -> None:
+    """Log blocks are mapped by the InternalSchema version of their INSTANT_TIME header, as Hudi's log reader
+    does: a base file of version 0, a log of V2 (an update, an insert, a delete) and a log of V4 (an update of the
+    log-only record, a stale update) merge by key and ordering value under the query's names."""
+    m = SorTable(tmp_path / "mor", M0, table_type=MERGE_ON_READ)
+    k0 = {"id": "k0", "ts": 1, "a": 1, "b": "B0", "st": {"x": 1}}
+    k1 = {"id": "k1", "ts": 1, "a": 2, "b": "B1", "st": {"x": 2}}
+    c1 = m.write({"f0": [k0, k1]}, schema_on_read=False)
+    m.alter(M2)
+    k1u = {"id": "k1", "ts": 5, "a": 2**40, "bee": "B1'", "st": {"xx": 9}}
+    k9 = {"id": "k9", "ts": 1, "a": 9, "bee": "B9", "st": None}
+    c3 = m.write_logs({"f0": (c1, [k1u, k9], [("k0", 0)])})
+    m.alter(M4)
+    k9u = {"bee": "B9'", "id": "k9", "ts": 6, "st": {"xx": 99, "z": 7}, "b": "nb9"}
+    stale = {"bee": "stale", "id": "k1", "ts": 2, "st": None, "b": "s"}
+    c5 = m.write_logs({"f0": (c1, [k9u, stale], [])})
     t = Table.open(m.base)
-    for attempt in (t.to_arrow, lambda: t.read_keys(["k0"]), lambda: t.incremental_arrow("0")):
-        with pytest.raises(UnsupportedTableError, match=rf"{re.escape(m.base)} uses schema-on-read evolution and its "
-                                                        rf"file slices have log files \({re.escape(name)}\)"):
-            attempt()
-    assert t.to_arrow(read_optimized=True).select(["id", "ts", "a2"]).to_pylist() == [{"id": "k0", "ts": 1, "a2": 1}]
+    assert t.schema() == arrow_schema(M4)
+    latest = [Written("k1", c3, M2, k1u), Written("k9", c5, M4, k9u)]
+    assert rows(t.to_arrow()) == expected(latest, M4)
+    assert rows(t.read_keys(["k1", "k0"])) == expected(latest[:1], M4)
+    assert rows(t.to_arrow(read_optimized=True)) == expected([Written("k0", c1, M0, k0), Written("k1", c1, M0, k1)],
+                                                             M4)
+    assert rows(t.to_arrow(as_of=c3)) == expected([Written("k1", c3, M2, k1u), Written("k9", c3, M2, k9)], M2)
+    inst = next(i for i in m.timeline().completed_commits() if i.requested_time == c3)
+    assert inst.completion_time is not None
+    assert rows(t.incremental_arrow(inst.completion_time)) == expected(latest[1:], M4)
 
 
 def test_type_change_not_converted_refused(tmp_path: Path) -> None:

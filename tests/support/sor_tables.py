@@ -20,7 +20,8 @@ What Hudi writes, and where (class names of Apache Hudi):
   its own instant; its parquet files carry the current names.
 
 A :class:`SorTable` is a copy-on-write (or merge-on-read) table built commit by commit: each commit writes
-parquet base files under the column names and types of the version it writes with. No metadata table.
+parquet base files, or log files of Avro data and delete blocks, under the column names and types of the version
+it writes with. No metadata table.
 """
 
 from __future__ import annotations
@@ -34,9 +35,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pyhudi.io.logfile import DeleteRecord, avro_data_block, delete_block
 from pyhudi.io.storage import Storage
 from pyhudi.table.properties import COPY_ON_WRITE, TableConfig, create_table_config, meta_path
-from pyhudi.table.schema import META_COLUMNS, commit_schema_json
+from pyhudi.table.schema import META_COLUMNS, arrow_to_avro, commit_schema_json
 from pyhudi.table.timeline import ActiveTimeline, format_instant_time
 
 LOCAL = Storage.from_uri("/")[0]
@@ -163,6 +165,7 @@ class SorTable:
         self.version = 0  # its version id
         self.history: list[str] = []  # schema JSONs, newest first
         self.table_type = table_type
+        self.log_versions: dict[tuple[str, str], int] = {}  # (file id, base instant) -> the last log version
         extra = {
             "hoodie.table.create.schema": self.avro_schema(),
             "hoodie.record.merge.mode": "EVENT_TIME_ORDERING",
@@ -251,16 +254,52 @@ class SorTable:
         self._commit(t, [], "ALTER_SCHEMA", internal=True)
         return t
 
-    def _write_base(self, fid: str, instant: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
-        name = f"{fid}_{TOKEN}_{instant}.parquet"
-        full = []
+    def write_logs(self, logs: dict[str, tuple[str, list[dict[str, Any]], list[tuple[str, int]]]]) -> str:
+        """A deltacommit writing a new log file (the next version) per file group: ``{fid: (base instant, rows
+        under the current names, deleted (key, ordering value))}`` -- an Avro data block (header SCHEMA: the
+        current version's Avro schema with the meta columns, INSTANT_TIME) then a delete block; the history and
+        ``latestSchema`` as :meth:`write` records them. Returns the instant."""
+        t = self._begin("deltacommit")
+        stats = []
+        for fid, (base_instant, rows, dels) in logs.items():
+            version = self.log_versions.get((fid, base_instant), 0) + 1
+            self.log_versions[(fid, base_instant)] = version
+            name = f".{fid}_{base_instant}.log.{version}_{TOKEN}"
+            block_schema = json.dumps(arrow_to_avro(arrow_schema(self.fields), "t_record", "hoodie.t"),
+                                      separators=(",", ":"))
+            data = b""
+            if rows:
+                table = pa.Table.from_pylist(self._full(rows, t, fid), schema=arrow_schema(self.fields))
+                data += avro_data_block(table, t, block_schema)
+            if dels:
+                data += delete_block([DeleteRecord(k, "", v) for k, v in dels], t, schema_json=block_schema)
+            path = posixpath.join(self.base, name)
+            LOCAL.write_bytes(path, data)
+            size = LOCAL.status(path).size
+            stats.append({"fileId": fid, "path": name, "prevCommit": t, "numWrites": len(rows),
+                          "numDeletes": len(dels), "numUpdateWrites": len(rows), "numInserts": 0,
+                          "totalWriteBytes": size, "totalWriteErrors": 0, "partitionPath": "",
+                          "fileSizeInBytes": size, "baseFile": "", "logFiles": [name], "logVersion": version,
+                          "logOffset": 0})
+        if not self.history:
+            self.history = [self.current_json()]
+        self._persist_history(t)
+        self._commit(t, stats, "UPSERT", internal=True)
+        return t
+
+    def _full(self, rows: list[dict[str, Any]], instant: str, file_field: str) -> list[dict[str, Any]]:
+        out = []
         for r in rows:
             self.seq += 1
-            full.append({"_hoodie_commit_time": r.get("_hoodie_commit_time", instant),
-                         "_hoodie_commit_seqno": f"{instant}_0_{self.seq}", "_hoodie_record_key": r["id"],
-                         "_hoodie_partition_path": "", "_hoodie_file_name": name,
-                         **{k: v for k, v in r.items() if k != "_hoodie_commit_time"}})
-        table = pa.Table.from_pylist(full, schema=arrow_schema(self.fields))
+            out.append({"_hoodie_commit_time": r.get("_hoodie_commit_time", instant),
+                        "_hoodie_commit_seqno": f"{instant}_0_{self.seq}", "_hoodie_record_key": r["id"],
+                        "_hoodie_partition_path": "", "_hoodie_file_name": file_field,
+                        **{k: v for k, v in r.items() if k != "_hoodie_commit_time"}})
+        return out
+
+    def _write_base(self, fid: str, instant: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
+        name = f"{fid}_{TOKEN}_{instant}.parquet"
+        table = pa.Table.from_pylist(self._full(rows, instant, name), schema=arrow_schema(self.fields))
         path = posixpath.join(self.base, name)
         pq.write_table(table, path)
         size = LOCAL.status(path).size
