@@ -232,12 +232,18 @@ class SchemaOnRead:
         return found[-1]
 
 
+def valid_history_files(storage: Storage, base_path: str, timeline: ActiveTimeline) -> list[str]:
+    """The completed history files of completed commits of the active timeline, in name order (the last is the
+    current history; ``getHistorySchemaStrByGivenValidCommits``). Others are residues of failed writes."""
+    valid = {i.requested_time for i in timeline.completed_commits()}
+    return [n for n in history_files(storage, base_path)
+            if n.endswith("." + SCHEMA_COMMIT_ACTION) and _instant_of(n) in valid]
+
+
 def load_history(storage: Storage, base_path: str, timeline: ActiveTimeline, query: InternalSchema) -> SchemaOnRead:
     """The current history (see the module docstring) with ``query``; UnsupportedTableError when the table has
     none."""
-    valid = {i.requested_time for i in timeline.completed_commits()}
-    names = [n for n in history_files(storage, base_path)
-             if n.endswith("." + SCHEMA_COMMIT_ACTION) and _instant_of(n) in valid]
+    names = valid_history_files(storage, base_path, timeline)
     if not names:
         raise UnsupportedTableError(
             f"{base_path} uses schema-on-read evolution (its commits record an InternalSchema under "

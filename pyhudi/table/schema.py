@@ -230,19 +230,19 @@ def resolve_schema(
     """(:func:`table_schema`, the schema-on-read history files are read through, None for other tables). The
     latest commit (at or before ``as_of``) that records a schema decides: its ``extraMetadata.latestSchema`` (an
     InternalSchema: a schema-on-read table, see :mod:`pyhudi.table.internal_schema`), else its Avro ``schema``. A
-    table whose ``.hoodie/.schema`` holds history but whose deciding commit records no InternalSchema is refused:
-    which of its files hold renamed columns would be a guess."""
+    table whose ``.hoodie/.schema`` holds the history of a completed commit but whose deciding commit records no
+    InternalSchema is refused: which of its files hold renamed columns would be a guess."""
     from pyhudi.table.internal_schema import (
         LATEST_SCHEMA_KEY,
-        history_files,
         load_history,
         parse_internal_schema,
         schema_folder,
         to_arrow,
+        valid_history_files,
     )
     from pyhudi.table.lsm_timeline import ArchivedTimeline, LsmHistory
 
-    history = history_files(storage, base_path)
+    history = valid_history_files(storage, base_path, timeline)
 
     def archived() -> Iterator[ActiveTimeline | ArchivedTimeline]:
         # read only when no active commit carries a schema: loading the archived timeline reads every file of

@@ -286,8 +286,8 @@ def test_commit_without_internal_schema_after_history_refused(tmp_path: Path) ->
 
 
 def test_ordinary_tables_have_no_schema_on_read(tmp_path: Path) -> None:
-    """A table whose .hoodie/.schema is empty (as Hudi creates it) reads as before: no history, names as
-    written."""
+    """A table whose .hoodie/.schema is empty (as Hudi creates it) reads and writes as before: no history, names
+    as written."""
     from pyhudi.read.plan import snapshot
 
     m = SorTable(tmp_path / "o", V0[:3])
@@ -295,6 +295,15 @@ def test_ordinary_tables_have_no_schema_on_read(tmp_path: Path) -> None:
     t = Table.open(m.base)
     assert snapshot(t).read.schema_on_read is None
     assert t.to_arrow().select(["id", "ts", "a"]).to_pylist() == [{"id": "k0", "ts": 1, "a": 1}]
+    t.check_writable("a write (upsert)")
+    # the residue of a schema-on-read write that never completed: not history (Hudi reads only the files of
+    # completed commits), so reads are unchanged; writes are refused all the same
+    (Path(m.base) / ".hoodie" / ".schema" / "20990101000000000_20990101000001000.schemacommit").write_text(
+        '{"schemas":[]}')
+    assert snapshot(t).read.schema_on_read is None
+    assert t.to_arrow().select(["id", "ts", "a"]).to_pylist() == [{"id": "k0", "ts": 1, "a": 1}]
+    with pytest.raises(UnsupportedTableError, match=r"uses schema-on-read evolution .*holds 20990101000000000_"):
+        t.check_writable("a write (upsert)")
 
 
 # -- Spark ----------------------------------------------------------------------------------------------------------
