@@ -127,7 +127,8 @@ class Table:
         return FullTimeline.load(self.storage, self.base_path, self.config, active or self.timeline())
 
     def schema(self) -> pa.Schema:
-        """The data schema (without meta columns): the latest commit's writer schema, else the create schema."""
+        """The data schema (without meta columns): the latest commit's writer schema (a schema-on-read table's
+        latest InternalSchema), else the create schema."""
         return table_schema(self.storage, self.base_path, self.config, self.timeline())
 
     def refresh(self) -> Table:
