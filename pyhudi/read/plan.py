@@ -28,12 +28,13 @@ from pyhudi.errors import InvalidInputError, PyHudiError, UnsupportedFormatError
 from pyhudi.read.logscan import CommittedInstants
 from pyhudi.read.merge import MergeConfig
 from pyhudi.read.slice_reader import FileSliceReader, ReadSpec, SliceSpec
+from pyhudi.table.internal_schema import with_archived
 from pyhudi.table.schema import resolve_schema, table_schema, with_meta
 from pyhudi.table.timeline import ActiveTimeline
 
 if TYPE_CHECKING:
     from pyhudi.io.storage import Storage
-    from pyhudi.table.fsview import FileSystemView
+    from pyhudi.table.fsview import FileSlice, FileSystemView
     from pyhudi.table.lsm_timeline import FullTimeline
     from pyhudi.table.properties import TableConfig
 
@@ -191,6 +192,16 @@ def _spec(table: TableLike, timeline: ActiveTimeline, as_of: str | None = None, 
                     schema_on_read=sor, **kw)  # type: ignore[arg-type]
 
 
+def _for_slices(table: TableLike, spec: ReadSpec, slices: Sequence[FileSlice]) -> ReadSpec:
+    """A schema-on-read read's description, able to map the files of ``slices``: the schemas of their archived
+    commits are read here, on the driver (:func:`pyhudi.table.internal_schema.with_archived`)."""
+    sor = spec.schema_on_read
+    if sor is None:
+        return spec
+    return replace(spec, schema_on_read=with_archived(sor, table.storage, table.config,
+                                                      {s.base_instant for s in slices}))
+
+
 def snapshot(
     table: TableLike,
     *,
@@ -207,7 +218,7 @@ def snapshot(
         slices = [s for s in slices if s.base_file is not None]
     spec = _spec(table, tl, as_of, instants=CommittedInstants.of(tl.commits(), as_of=as_of),
                  read_optimized=read_optimized)
-    return ScanPlan(spec, tuple(SliceSpec.of(s) for s in slices))
+    return ScanPlan(_for_slices(table, spec, slices), tuple(SliceSpec.of(s) for s in slices))
 
 
 def incremental(
@@ -237,7 +248,7 @@ def incremental(
     view = table.view(tl).at(None, completed_by=end)
     slices = [s for s in view.latest_file_slices() if (s.partition, s.file_id) in touched]
     spec = _spec(table, tl, instants=CommittedInstants.of(tl.commits(), completed_by=end), commit_times=commits)
-    return ScanPlan(spec, tuple(SliceSpec.of(s) for s in slices))
+    return ScanPlan(_for_slices(table, spec, slices), tuple(SliceSpec.of(s) for s in slices))
 
 
 def for_keys(table: TableLike, keys: Sequence[str], *, timeline: ActiveTimeline | None = None) -> ScanPlan:

@@ -197,7 +197,7 @@ class FileSliceReader:
 
     def _mapped_block(self, sor: SchemaOnRead, block: pa.Table, instant: str | None,
                       where: str) -> tuple[pa.Table, pa.Table]:
-        """A schema-on-read table's log block, mapped by the InternalSchema version of its INSTANT_TIME header as
+        """A schema-on-read table's log block, mapped by the InternalSchema of its INSTANT_TIME header's instant as
         Hudi's log reader does (``composeEvolvedSchemaTransformer``): (every query column, for the delete markers;
         the output columns)."""
         if not instant:
@@ -246,8 +246,8 @@ class FileSliceReader:
             raise CorruptFileError(path, f"cannot read parquet: {e}") from None
 
     def _mapping(self, rel: str, path: str) -> FileMapping | None:
-        """A schema-on-read table's base file: its columns mapped to the query's by the InternalSchema version of
-        the instant in its name."""
+        """A schema-on-read table's base file: its columns mapped to the query's by the InternalSchema of the
+        instant in its name (:meth:`SchemaOnRead.version_for`)."""
         sor = self.spec.schema_on_read
         if sor is None:
             return None

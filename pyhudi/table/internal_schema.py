@@ -25,12 +25,19 @@ table without history is first altered). The schemas Hudi records hold the five 
 (``SerDeHelper.inheritSchemas``), as ``.hoodie/.schema/<instant>.schemacommit`` (timeline layout 2: the completed
 file is ``<instant>_<completion>.schemacommit``, next to its ``.schemacommit.requested`` and
 ``.schemacommit.inflight``). The current history is the last, by name, of the completed ``.schemacommit`` files
-whose instant is a completed commit of the active timeline (``getHistorySchemaStrByGivenValidCommits``).
+that are not the residue of a failed write: Hudi keeps those whose instant is a completed commit
+(``getHistorySchemaStrByGivenValidCommits``); pyhudi ignores those whose instant lies in the active timeline's
+range without being a completed commit there, and keeps those older than the active timeline (their commits were
+archived).
 
-**Reading** (``InternalSchemaCache.getInternalSchemaByVersionId``, ``InternalSchemaMerger``). The query schema is
-the latest commit's ``latestSchema`` (time travel: the latest commit at or before the instant). A base file's
-schema is the version of its instant (the instant in its name): the history's version with that id, else the
-greatest version below it. Its columns are matched to the query's by id at every depth: a column renamed since
+**Reading** (``InternalSchemaCache.searchSchemaAndCache`` and ``getInternalSchemaByVersionId``,
+``InternalSchemaMerger``). The query schema is the ``latestSchema`` of the latest commit that can change the schema
+(not a compaction, clustering, log compaction or indexing; time travel: the latest at or before the instant). A
+base file's schema is that of its instant (the instant in its name): first the ``latestSchema`` of that instant's
+own commit metadata (step 1: the schema the write used, even when a version of a smaller id completed during the
+write), else the history's version with that id, else the greatest version below it (step 2). Hudi's step 1
+reads the active timeline only; pyhudi reads an archived commit's metadata from the archived timeline. Its
+columns are matched to the query's by id at every depth: a column renamed since
 reads under the query's name, a column the file lacks (added later, or dropped and added again under the same
 name, which gets a new id) is null, a column the query lacks (dropped) is not read, a type changed since is cast.
 A log data block is mapped the same way by the version of its ``INSTANT_TIME`` header
@@ -43,15 +50,18 @@ from __future__ import annotations
 import json
 import posixpath
 import re
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Union
 
 import pyarrow as pa
 
 from pyhudi.errors import CorruptFileError, UnsupportedTableError
+from pyhudi.table.lsm_timeline import ArchivedTimeline, LsmHistory
 
 if TYPE_CHECKING:
     from pyhudi.io.storage import Storage
+    from pyhudi.table.properties import TableConfig
     from pyhudi.table.timeline import ActiveTimeline
 
 #: extraMetadata key of the InternalSchema a schema-on-read commit records (``SerDeHelper.LATEST_SCHEMA``)
@@ -164,12 +174,14 @@ _PRIMITIVES = {
 
 
 def arrow_type(t: IType, table: str, column: str) -> pa.DataType:
-    """The Arrow type of an InternalSchema type, as pyhudi reads the Avro type Hudi converts it to."""
+    """The Arrow type of an InternalSchema type, as pyhudi reads the Avro type Hudi converts it to. Every field
+    is nullable, whatever its ``optional``: Hudi's ``InternalSchemaMerger`` reads with
+    ``ignoreRequiredAttribute``."""
     if isinstance(t, Record):
         return pa.struct([arrow_field(f, table, f"{column}.{f.name}") for f in t.fields])
     if isinstance(t, Array):
         return pa.list_(pa.field("element", arrow_type(t.element, table, f"{column}.element"),
-                                 nullable=t.element_optional))
+                                 nullable=True))
     if isinstance(t, Map):
         if t.key != "string":
             raise UnsupportedTableError(f"{table}: column {column!r} is a map with {t.key} keys in the table's "
@@ -185,7 +197,7 @@ def arrow_type(t: IType, table: str, column: str) -> pa.DataType:
 
 
 def arrow_field(f: Field, table: str, column: str | None = None) -> pa.Field:
-    return pa.field(f.name, arrow_type(f.type, table, column or f.name), nullable=f.optional)
+    return pa.field(f.name, arrow_type(f.type, table, column or f.name), nullable=True)
 
 
 def to_arrow(schema: InternalSchema, table: str) -> pa.Schema:
@@ -209,50 +221,123 @@ def _instant_of(name: str) -> str:
     return name.split(".", 1)[0].split("_", 1)[0]
 
 
+def refusal(table: str, why: str, what: str, consequence: str) -> UnsupportedTableError:
+    """The refusal of ``what`` ("to read it", "an upsert", ...) on a schema-on-read table; ``why`` says what
+    makes it one, ``consequence`` why pyhudi refuses."""
+    return UnsupportedTableError(f"{table} uses schema-on-read evolution (hoodie.schema.on.read.enable: {why}); "
+                                 f"pyhudi refuses {what}: {consequence}")
+
+
+def can_update_schema(metadata: dict[str, Any]) -> bool:
+    """Whether a commit's operation can change the table's schema (``WriteOperationType.canUpdateSchema``: not a
+    compaction, clustering, log compaction or indexing)."""
+    return str(metadata.get("operationType") or "").upper() not in ("COMPACT", "CLUSTER", "LOG_COMPACT", "INDEX")
+
+
 @dataclass(frozen=True)
 class SchemaOnRead:
-    """A read of a schema-on-read table: the query's InternalSchema and the history that maps each base file's
-    columns to it (picklable: it travels to Spark tasks inside the read's description)."""
+    """A read of a schema-on-read table: the query's InternalSchema and what maps each file's columns to it
+    (picklable: it travels to Spark tasks inside the read's description, so everything a task needs is resolved
+    on the driver)."""
 
     table: str  # the base path, for messages
     query: InternalSchema
     versions: tuple[InternalSchema, ...]  # by version id, ascending
     history_file: str
+    #: the ``latestSchema`` of completed commits, by instant (step 1): those of the active timeline, and the
+    #: archived ones once :func:`with_archived` has read them
+    committed: Mapping[str, InternalSchema] = field(default_factory=dict, hash=False)
+    #: the first instant of the active timeline: a file of an earlier instant has an archived commit
+    active_start: str | None = None
+    archived_read: bool = False
 
     def version_for(self, instant: str, path: str) -> InternalSchema:
-        """The schema a file written by ``instant`` holds: the version of that id, else the greatest below it
-        (``InternalSchemaUtils.searchSchema``)."""
-        v = int(instant)
+        """The schema a file (or log block) written by ``instant`` holds: its commit's ``latestSchema``, else the
+        history's version of that id, else the greatest below it (``InternalSchemaUtils.searchSchema``)."""
+        own = self.committed.get(instant)
+        if own is not None:
+            return own
+        if not self.archived_read and self.active_start is not None and instant < self.active_start:
+            raise refusal(self.table, f"history {self.history_file}", f"to read {path}",
+                          f"its instant {instant} is archived and its commit metadata, which names the schema it "
+                          "was written with, was not read")
+        try:
+            v = int(instant)
+        except ValueError:
+            raise CorruptFileError(path, f"its instant {instant!r} is not an instant time: its InternalSchema "
+                                         "version is unknown") from None
         found = [s for s in self.versions if s.version_id <= v]
         if not found:
-            raise UnsupportedTableError(
-                f"{self.table}: {path} was written at {instant}, before the oldest InternalSchema version in "
-                f"{self.history_file} ({self.versions[0].version_id}): its field ids are unknown, so pyhudi "
-                "refuses to read it rather than guess its columns")
+            raise refusal(self.table, f"history {self.history_file}", f"to read {path}",
+                          f"it was written at {instant}, before the oldest InternalSchema version in the history "
+                          f"({self.versions[0].version_id}): its field ids are unknown")
         return found[-1]
 
 
+def _active_start(timeline: ActiveTimeline) -> str | None:
+    """The first instant of the active timeline, in any state: earlier ones were archived."""
+    files = timeline.all_instant_files
+    return files[0].requested_time if files else None
+
+
 def valid_history_files(storage: Storage, base_path: str, timeline: ActiveTimeline) -> list[str]:
-    """The completed history files of completed commits of the active timeline, in name order (the last is the
-    current history; ``getHistorySchemaStrByGivenValidCommits``). Others are residues of failed writes."""
+    """The completed history files, in name order (the last is the current history), less the residues of
+    failed writes: those whose instant lies in the active timeline's range but is no completed commit there.
+    Older ones belong to archived commits."""
+    names = [n for n in history_files(storage, base_path) if n.endswith("." + SCHEMA_COMMIT_ACTION)]
+    if not names:
+        return names
     valid = {i.requested_time for i in timeline.completed_commits()}
-    return [n for n in history_files(storage, base_path)
-            if n.endswith("." + SCHEMA_COMMIT_ACTION) and _instant_of(n) in valid]
+    first = _active_start(timeline)
+    return [n for n in names if _instant_of(n) in valid or (first is not None and _instant_of(n) < first)]
+
+
+def committed_schemas(timeline: ActiveTimeline | ArchivedTimeline, out: dict[str, InternalSchema],
+                      since: str | None = None) -> None:
+    """Add to ``out`` the ``latestSchema`` of every completed commit of ``timeline`` (requested at or after
+    ``since``), by instant; versions equal in JSON are shared."""
+    seen: dict[str, InternalSchema] = {}
+    for inst in timeline.completed_commits():
+        if since is not None and inst.requested_time < since:
+            continue
+        latest = (timeline.read_commit_metadata(inst).get("extraMetadata") or {}).get(LATEST_SCHEMA_KEY)
+        if latest:
+            if latest not in seen:
+                seen[latest] = parse_internal_schema(latest, f"commit {inst.requested_time} "
+                                                             f"(extraMetadata.{LATEST_SCHEMA_KEY})")
+            out[inst.requested_time] = seen[latest]
 
 
 def load_history(storage: Storage, base_path: str, timeline: ActiveTimeline, query: InternalSchema) -> SchemaOnRead:
-    """The current history (see the module docstring) with ``query``; UnsupportedTableError when the table has
-    none."""
+    """The current history (see the module docstring) with ``query`` and the ``latestSchema`` of the active
+    timeline's commits; UnsupportedTableError when the table has no history."""
     names = valid_history_files(storage, base_path, timeline)
     if not names:
-        raise UnsupportedTableError(
-            f"{base_path} uses schema-on-read evolution (its commits record an InternalSchema under "
-            f"extraMetadata.{LATEST_SCHEMA_KEY}) but {schema_folder(base_path)} holds no history of a completed "
-            "commit: pyhudi cannot map its files' columns and refuses to read it")
+        raise refusal(base_path, f"its commits record an InternalSchema under extraMetadata.{LATEST_SCHEMA_KEY}",
+                      "to read it", f"{schema_folder(base_path)} holds no history of a completed commit, so its "
+                                    "files' columns cannot be mapped")
     path = posixpath.join(schema_folder(base_path), names[-1])
     with storage.open_input(path) as f:
         text = f.read().decode("utf-8")
     versions = parse_history(text, path)
     if not versions:
         raise CorruptFileError(path, "the schema history holds no schema")
-    return SchemaOnRead(base_path, query, tuple(versions[k] for k in sorted(versions)), path)
+    committed: dict[str, InternalSchema] = {}
+    committed_schemas(timeline, committed)
+    return SchemaOnRead(base_path, query, tuple(versions[k] for k in sorted(versions)), path, committed,
+                        _active_start(timeline))
+
+
+def with_archived(sor: SchemaOnRead, storage: Storage, config: TableConfig, instants: Iterable[str]) -> SchemaOnRead:
+    """``sor`` able to map files of ``instants`` (the base instants of the file slices a read plans; log blocks
+    come after them): when one is older than the active timeline, the archived commits' ``latestSchema`` from it
+    on are read from the archived timeline (on the driver)."""
+    if sor.archived_read or sor.active_start is None:
+        return sor
+    oldest = min((i for i in instants if i < sor.active_start), default=None)
+    if oldest is None:
+        return sor
+    committed = dict(sor.committed)
+    if LsmHistory.for_table(storage, sor.table, config).latest_version() > 0:
+        committed_schemas(ArchivedTimeline.load(storage, sor.table, config), committed, since=oldest)
+    return replace(sor, committed=committed, archived_read=True)

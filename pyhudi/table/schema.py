@@ -16,11 +16,21 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from pyhudi.errors import InvalidInputError, PyHudiError, UnsupportedTableError
+from pyhudi.table.internal_schema import (
+    LATEST_SCHEMA_KEY,
+    can_update_schema,
+    load_history,
+    parse_internal_schema,
+    refusal,
+    schema_folder,
+    to_arrow,
+    valid_history_files,
+)
+from pyhudi.table.lsm_timeline import ArchivedTimeline, LsmHistory
 
 if TYPE_CHECKING:
     from pyhudi.io.storage import Storage
     from pyhudi.table.internal_schema import SchemaOnRead
-    from pyhudi.table.lsm_timeline import ArchivedTimeline
     from pyhudi.table.properties import TableConfig
     from pyhudi.table.timeline import ActiveTimeline
 
@@ -231,17 +241,9 @@ def resolve_schema(
     latest commit (at or before ``as_of``) that records a schema decides: its ``extraMetadata.latestSchema`` (an
     InternalSchema: a schema-on-read table, see :mod:`pyhudi.table.internal_schema`), else its Avro ``schema``. A
     table whose ``.hoodie/.schema`` holds the history of a completed commit but whose deciding commit records no
-    InternalSchema is refused: which of its files hold renamed columns would be a guess."""
-    from pyhudi.table.internal_schema import (
-        LATEST_SCHEMA_KEY,
-        load_history,
-        parse_internal_schema,
-        schema_folder,
-        to_arrow,
-        valid_history_files,
-    )
-    from pyhudi.table.lsm_timeline import ArchivedTimeline, LsmHistory
-
+    InternalSchema is refused: which of its files hold renamed columns would be a guess. A commit whose operation
+    cannot change the schema (``WriteOperationType.canUpdateSchema``) does not decide a schema-on-read table's
+    (``TableSchemaResolver.getTableInternalSchemaFromCommitMetadata``)."""
     history = valid_history_files(storage, base_path, timeline)
 
     def archived() -> Iterator[ActiveTimeline | ArchivedTimeline]:
@@ -251,17 +253,19 @@ def resolve_schema(
             yield ArchivedTimeline.load(storage, base_path, config)
 
     def refuse(where: str) -> UnsupportedTableError:
-        return UnsupportedTableError(
-            f"{base_path} uses schema-on-read evolution ({schema_folder(base_path)} holds {history[0]}) but {where} "
-            f"records no InternalSchema (extraMetadata.{LATEST_SCHEMA_KEY}): which files hold renamed or dropped "
-            "columns is unknown, so pyhudi refuses to read it rather than return wrong rows")
+        return refusal(base_path, f"{schema_folder(base_path)} holds {history[0]}", "to read it",
+                       f"{where} records no InternalSchema (extraMetadata.{LATEST_SCHEMA_KEY}), so which files hold "
+                       "renamed or dropped columns is unknown")
 
     for tl in itertools.chain([timeline], archived()):
         for inst in reversed(list(tl.completed_commits())):
             if as_of is not None and inst.requested_time > as_of:
                 continue
-            extra = tl.read_commit_metadata(inst).get("extraMetadata") or {}
+            md = tl.read_commit_metadata(inst)
+            extra = md.get("extraMetadata") or {}
             latest = extra.get(LATEST_SCHEMA_KEY)
+            if latest and not can_update_schema(md):
+                continue  # a compaction's or clustering's, which may record a version older than the table's
             if latest:
                 where = f"{base_path}: commit {inst.requested_time} (extraMetadata.{LATEST_SCHEMA_KEY})"
                 query = parse_internal_schema(latest, where)

@@ -6,6 +6,7 @@ refused by name, and writes are refused."""
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,11 +14,12 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from pyhudi import Table
+from pyhudi import Table, faults
 from pyhudi.errors import UnsupportedTableError
 from pyhudi.table.properties import MERGE_ON_READ
 from pyhudi.table.schema import META_COLUMNS
-from tests.support.sor_tables import Arr, F, Rec, SorTable, arrow_schema
+from pyhudi.txn.transaction import WriteTransaction
+from tests.support.sor_tables import LOCAL, Arr, F, Rec, SorTable, arrow_schema
 from tests.support.tree import snapshot as tree
 
 # version 0: the table's schema before schema-on-read (ids as AvroInternalSchemaConverter numbers them: the
@@ -197,7 +199,7 @@ def test_point_reads(built: Built) -> None:
 def test_writes_refused(built: Built) -> None:
     t = Table.open(built.m.base)
     before = tree(Path(built.m.base))
-    msg = rf"{re.escape(built.m.base)} uses schema-on-read evolution .*pyhudi reads such tables but refuses "
+    msg = rf"{re.escape(built.m.base)} uses schema-on-read evolution .*pyhudi refuses "
     with pytest.raises(UnsupportedTableError, match=msg + r"a write \(upsert\)"):
         t.check_writable("a write (upsert)")
     with pytest.raises(UnsupportedTableError, match=msg + "cleaning"):
@@ -266,8 +268,8 @@ def test_file_older_than_the_history_refused(tmp_path: Path) -> None:
     m.alter((F(5, "id", "string"), F(6, "ts", "long"), F(7, "a2", "int")), first_history=False)
     t = Table.open(m.base)
     assert t.schema().names == ["id", "ts", "a2"]
-    with pytest.raises(UnsupportedTableError, match=rf"f0_0-1-0_{c1}\.parquet was written at {c1}, before the "
-                                                    r"oldest InternalSchema version"):
+    with pytest.raises(UnsupportedTableError, match=rf"refuses to read .*f0_0-1-0_{c1}\.parquet: it was written at "
+                                                    rf"{c1}, before the oldest InternalSchema version"):
         t.to_arrow()
 
 
@@ -342,4 +344,124 @@ def test_spark_write_refused(spark, built: Built) -> None:  # type: ignore[no-un
     with pytest.raises(UnsupportedTableError, match=rf"{re.escape(built.m.base)} uses schema-on-read evolution .*"
                                                     r"refuses a write \(upsert\)"):
         t.write(df, "upsert", {"hoodie.datasource.write.recordkey.field": "id"})
+    assert tree(Path(built.m.base)) == before
+
+
+# -- which schema a file was written with ---------------------------------------------------------------------------
+def _compaction_during_alter(base: Path) -> tuple[SorTable, str, str, str]:
+    """A merge-on-read table: c1 writes f0 (k0) with version 0; an ALTER (ta, renaming b to bee) is requested;
+    while it runs a compaction (tc > ta) rewrites f0 under the old names and records version 0; then the ALTER
+    completes. The history's greatest version at or below tc is ta's, but tc's file holds version 0's names."""
+    m = SorTable(base, V0, table_type=MERGE_ON_READ)
+    k0 = {"id": "k0", "ts": 1, "a": 10, "b": "B0", "st": {"x": 1, "y": "y0"}, "tags": ["t0"]}
+    c1 = m.write({"f0": [k0]})
+    tc: list[str] = []
+    ta = m.alter(V2, during=lambda: tc.append(m.compact({"f0": [{**k0, "_hoodie_commit_time": c1}]})))
+    return m, c1, ta, tc[0]
+
+
+def test_file_schema_is_its_commits_latest_schema_first(tmp_path: Path) -> None:
+    """A file's schema is first its own commit's latestSchema (InternalSchemaCache step 1), only then the
+    history's version search: the compacted file of tc reads b's values as bee, not as nulls (a later write
+    records V2, so the query schema is V2 either way)."""
+    m, c1, ta, tc = _compaction_during_alter(tmp_path / "sor")
+    k1 = {"id": "k1", "ts": 1, "a": 1, "bee": "B1", "st": {"xx": 2, "y": None}, "tags": []}
+    c4 = m.write({"f1": [k1]})
+    assert c1 < ta < tc < c4
+    t = Table.open(m.base)
+    assert t.schema().names == ["id", "ts", "a", "bee", "st", "tags"]
+    for got in (rows(t.to_arrow()), rows(t.to_arrow(read_optimized=True))):
+        assert got["k0"]["bee"] == "B0" and got["k0"]["st"] == {"xx": 1, "y": "y0"}
+        assert got == expected([Written("k0", c1, V0, {"id": "k0", "ts": 1, "a": 10, "b": "B0",
+                                                      "st": {"x": 1, "y": "y0"}, "tags": ["t0"]}),
+                                Written("k1", c4, V2, k1)], V2)
+
+
+def test_query_schema_skips_commits_that_cannot_change_it(tmp_path: Path) -> None:
+    """The query schema is the latestSchema of the latest commit whose operation can change the schema
+    (WriteOperationType.canUpdateSchema): the compaction tc, the latest commit, records version 0, but the
+    ALTER before it decides."""
+    m, _, ta, tc = _compaction_during_alter(tmp_path / "sor")
+    latest = m.timeline().completed_commits().last()
+    assert latest is not None and latest.requested_time == tc
+    t = Table.open(m.base)
+    assert t.schema().names == ["id", "ts", "a", "bee", "st", "tags"]
+    assert t.to_arrow(as_of=tc).column_names[len(META_COLUMNS):] == ["id", "ts", "a", "bee", "st", "tags"]
+    assert t.to_arrow(as_of=ta).column("bee").to_pylist() == ["B0"]
+
+
+def _archive(m: SorTable, *instants: str) -> None:
+    """Remove the instants' files from the active timeline, as archiving does (without an archived timeline)."""
+    folder = Path(m.timeline().timeline_dir)
+    for f in folder.iterdir():
+        if f.is_file() and f.name.split(".", 1)[0].split("_", 1)[0] in instants:
+            f.unlink()
+
+
+def test_history_of_an_archived_commit_is_the_current_history(tmp_path: Path) -> None:
+    """The last history file belongs to a commit since archived (later writes recorded latestSchema without a
+    history of their own): the table stays schema-on-read and its files are mapped by id."""
+    m = SorTable(tmp_path / "sor", V0)
+    k0 = {"id": "k0", "ts": 1, "a": 10, "b": "B0", "st": None, "tags": None}
+    c1 = m.write({"f0": [k0]}, schema_on_read=False)
+    ta = m.alter(V2)
+    c3 = m.write({"f1": [{"id": "k1", "ts": 1, "a": 1, "bee": "B1", "st": None, "tags": None}]}, history=False)
+    _archive(m, c1, ta)
+    assert [i.requested_time for i in m.timeline().completed_commits()] == [c3]
+    got = rows(Table.open(m.base).to_arrow())
+    assert got["k0"]["bee"] == "B0" and got["k1"]["bee"] == "B1"
+
+
+def test_failed_alter_history_ignored(tmp_path: Path) -> None:
+    """A history file whose instant lies in the active timeline's range but is no completed commit is a failed
+    write's residue: the table is read as without it."""
+    m = SorTable(tmp_path / "sor", V0)
+    m.write({"f0": [{"id": "k0", "ts": 1, "a": 10, "b": "B0", "st": None, "tags": None}]})
+    m.write({"f0": [{"id": "k0", "ts": 2, "a": 11, "b": "B1", "st": None, "tags": None}]})
+    folder = Path(m.base) / ".hoodie" / ".schema"
+    first = m.timeline().completed_commits().first()
+    assert first is not None
+    residue = f"{int(first.requested_time) + 1}_{int(first.requested_time) + 2}.schemacommit"
+    (folder / residue).write_text("not json")  # would be the current history, were it valid
+    assert rows(Table.open(m.base).to_arrow())["k0"]["b"] == "B1"
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("mode", ["single", "occ"])
+def test_write_refused_when_the_table_turns_schema_on_read_during_it(spark, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                                                       mode: str) -> None:
+    """An ALTER TABLE (a commit without files, and the table's first history) lands between the start and the
+    commit of a pyhudi write: the commit, under the lock, refuses it; the write's instant never completes and
+    the table reads as the ALTER left it."""
+    m = SorTable(tmp_path / "t", V0)
+    k0 = {"id": "k0", "ts": 1, "a": 10, "b": "B0", "st": None, "tags": None}
+    c1 = m.write({"f0": [k0]}, schema_on_read=False)
+    altered: list[str] = []
+
+    def alter(_: str) -> None:
+        m.ms = max(m.ms, int(time.time() * 1000))
+        altered.append(m.alter(V2))
+
+    opts = {"hoodie.datasource.write.recordkey.field": "id", "hoodie.table.ordering.fields": "ts",
+            "hoodie.metadata.enable": "false"}
+    if mode == "occ":
+        opts["hoodie.write.concurrency.mode"] = "optimistic_concurrency_control"
+    df = spark.createDataFrame([("k9", 9, 9, "B9", None, None)],
+                               "id string, ts long, a int, b string, st struct<x:int,y:string>, tags array<string>")
+    with faults.inject("before_commit", alter), pytest.raises(
+            UnsupportedTableError, match=rf"{re.escape(m.base)} uses schema-on-read evolution .*pyhudi refuses "
+                                         r"committing the write \d+"):
+        Table.open(m.base).write(df, "upsert", opts)
+    tl = m.timeline()
+    assert [i.requested_time for i in tl.completed_commits()] == [c1, *altered]
+    assert rows(Table.open(m.base).to_arrow()) == expected([Written("k0", c1, V0, k0)], V2)
+
+
+def test_clean_refused_under_the_lock(built: Built) -> None:
+    """The clean a write runs after its commit (under the lock, after the start-of-write check) refuses a table
+    that is schema-on-read before its plan reaches the timeline: nothing is deleted, no clean instant."""
+    before = tree(Path(built.m.base))
+    tx = WriteTransaction(LOCAL, built.m.base, {})
+    with pytest.raises(UnsupportedTableError, match=r"uses schema-on-read evolution .*pyhudi refuses cleaning"):
+        tx.clean(1)
     assert tree(Path(built.m.base)) == before

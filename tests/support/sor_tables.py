@@ -241,10 +241,24 @@ class SorTable:
         self._commit(t, stats, operation, internal=schema_on_read)
         return t
 
-    def alter(self, fields: tuple[F, ...], *, first_history: bool = True) -> str:
+    def compact(self, files: dict[str, list[dict[str, Any]]]) -> str:
+        """A compaction (requested ``compaction``, completed ``commit``, ``operationType`` COMPACT) writing one base
+        file per file group under the current names (rows keep their ``_hoodie_commit_time``). Its
+        ``latestSchema`` is the current version, as Hudi records the schema of the last commit completed before
+        the compaction was planned (``getInternalSchemaAndAvroSchemaForClusteringAndCompaction``); it writes no
+        history. Returns the instant."""
+        t = self._begin("compaction")
+        stats = [self._write_base(fid, t, rows) for fid, rows in files.items()]
+        self._commit(t, stats, "COMPACT", internal=True)
+        return t
+
+    def alter(self, fields: tuple[F, ...], *, first_history: bool = True, during: Any = None) -> str:
         """``ALTER TABLE``: the data ``fields`` become the table's (a new version, id = the instant). A table
-        without history starts it with its current schema as version 0 (``first_history``)."""
+        without history starts it with its current schema as version 0 (``first_history``). ``during()`` runs
+        once the ALTER's instant is requested, before it changes anything else (a racing commit)."""
         t = self._begin(self.commit_action)
+        if during is not None:
+            during()
         if not self.history and first_history:
             self.history = [internal_schema_json(0, self.fields)]
         self.fields = META_FIELDS + fields

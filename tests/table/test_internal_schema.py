@@ -19,7 +19,9 @@ from pyhudi.table.internal_schema import (
     parse_internal_schema,
     to_arrow,
     valid_history_files,
+    with_archived,
 )
+from pyhudi.table.properties import meta_path, read_table_config
 from tests.support.sor_tables import LOCAL, Arr, F, MapT, Rec, SorTable, history_json, internal_schema_json
 
 FIELDS = (F(0, "id", "string", optional=False), F(1, "n", "int"), F(2, "d", "decimal(10, 2)"), F(3, "day", "date"),
@@ -42,11 +44,12 @@ def test_parse_every_json_node() -> None:
     assert isinstance(tags, Array) and (tags.element_id, tags.element, tags.element_optional) == (13, "string", False)
     m = s.fields[10].type
     assert isinstance(m, Map) and (m.key_id, m.key, m.value_id, m.value) == (14, "string", 15, "int")
+    # every field nullable, optional or not: Hudi's InternalSchemaMerger reads with ignoreRequiredAttribute
     assert to_arrow(s, "t") == pa.schema([
-        pa.field("id", pa.string(), nullable=False), ("n", pa.int32()), ("d", pa.decimal128(10, 2)),
+        ("id", pa.string()), ("n", pa.int32()), ("d", pa.decimal128(10, 2)),
         ("day", pa.date32()), ("at", pa.timestamp("us", tz="UTC")), ("raw", pa.binary()), ("ok", pa.bool_()),
         ("x", pa.float64()), ("st", pa.struct([("a", pa.int64()), ("b", pa.float32())])),
-        ("tags", pa.list_(pa.field("element", pa.string(), nullable=False))), ("m", pa.map_(pa.string(), pa.int32())),
+        ("tags", pa.list_(pa.field("element", pa.string()))), ("m", pa.map_(pa.string(), pa.int32())),
     ])
 
 
@@ -82,8 +85,9 @@ def test_history_and_version_search() -> None:
     assert sor.version_for("29", "f").fields[0].name == "c20"
     assert sor.version_for("30", "f").fields[0].name == "c30"
     assert sor.version_for("99", "f").fields[0].name == "c30"
-    with pytest.raises(UnsupportedTableError, match=r"t: f was written at 19, before the oldest InternalSchema "
-                                                    r"version in <h> \(20\)"):
+    with pytest.raises(UnsupportedTableError, match=r"t uses schema-on-read evolution .*history <h>\); pyhudi "
+                                                    r"refuses to read f: it was written at 19, before the oldest "
+                                                    r"InternalSchema version in the history \(20\)"):
         sor.version_for("19", "f")
 
 
@@ -97,3 +101,38 @@ def test_current_history_file(tmp_path: Path) -> None:
     (folder / "20990101000000000.schemacommit").write_text("{}")  # no such commit
     names = valid_history_files(LOCAL, m.base, m.timeline())
     assert names[0] == f"{c1}.schemacommit" and len(names) == 2 and names[1].startswith(f"{c1}_")
+    # a completed history file older than the active timeline belongs to an archived commit: it stays
+    (folder / "20000101000000000_20000101000000001.schemacommit").write_text("{}")
+    (folder / "20000101000000002.schemacommit.inflight").write_text("")
+    names = valid_history_files(LOCAL, m.base, m.timeline())
+    assert names[0] == "20000101000000000_20000101000000001.schemacommit" and len(names) == 3
+
+
+def test_commit_latest_schema_before_the_history() -> None:
+    """A file's schema is its instant's commit latestSchema when known (step 1 of
+    InternalSchemaCache.searchSchemaAndCache), else the history's search (step 2); a file older than the active
+    timeline whose archived commit was not read is refused, naming it; a malformed instant names the file."""
+    v = [internal_schema_json(i, (F(0, f"c{i}", "int"),)) for i in (30, 20)]
+    versions = parse_history(history_json(v), "<h>")
+    sor = SchemaOnRead("t", versions[30], (versions[20], versions[30]), "<h>", {"35": versions[20]}, "25")
+    assert sor.version_for("35", "f").fields[0].name == "c20"  # its commit's, though 30 <= 35
+    assert sor.version_for("36", "f").fields[0].name == "c30"
+    with pytest.raises(UnsupportedTableError, match=r"refuses to read old/f: its instant 24 is archived and its "
+                                                    r"commit metadata, .* was not read"):
+        sor.version_for("24", "old/f")
+    with pytest.raises(CorruptFileError, match=r"f: its instant 'x3' is not an instant time"):
+        sor.version_for("x3", "f")
+
+
+def test_archived_commits_read_on_the_driver(tmp_path: Path) -> None:
+    """with_archived reads the archived commits' schemas when a planned file is older than the active timeline;
+    a table without an archived timeline falls back to the history search, as Hudi does."""
+    m = SorTable(tmp_path / "t", (F(5, "id", "string"), F(6, "ts", "long")))
+    m.write({"f0": [{"id": "k", "ts": 1}]})
+    v = [internal_schema_json(i, (F(0, f"c{i}", "int"),)) for i in (30, 20)]
+    versions = parse_history(history_json(v), "<h>")
+    sor = SchemaOnRead(m.base, versions[30], (versions[20], versions[30]), "<h>", {}, "25")
+    cfg = read_table_config(LOCAL, meta_path(m.base))
+    assert with_archived(sor, LOCAL, cfg, ["25", "40"]) is sor  # nothing older than the active timeline
+    old = with_archived(sor, LOCAL, cfg, ["24"])
+    assert old.archived_read and old.version_for("24", "f").fields[0].name == "c20"
