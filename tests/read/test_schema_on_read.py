@@ -16,6 +16,8 @@ import pytest
 
 from pyhudi import Table, faults
 from pyhudi.errors import UnsupportedTableError
+from pyhudi.read import plan as read_plan
+from pyhudi.services.archive import archive
 from pyhudi.table.properties import MERGE_ON_READ
 from pyhudi.table.schema import META_COLUMNS
 from pyhudi.txn.transaction import WriteTransaction
@@ -465,3 +467,25 @@ def test_clean_refused_under_the_lock(built: Built) -> None:
     with pytest.raises(UnsupportedTableError, match=r"uses schema-on-read evolution .*pyhudi refuses cleaning"):
         tx.clean(1)
     assert tree(Path(built.m.base)) == before
+
+
+def test_archived_commit_schema_read_from_the_archived_timeline(tmp_path: Path) -> None:
+    """The compaction racing an ALTER (above), in a copy-on-write table whose timeline was then archived past
+    it: its file's schema comes from the compaction's commit metadata in the archived timeline, read while
+    planning (the history's search would give ta's version, whose names the file lacks)."""
+    m = SorTable(tmp_path / "sor", V0)
+    k0 = {"id": "k0", "ts": 1, "a": 10, "b": "B0", "st": {"x": 1, "y": "y0"}, "tags": ["t0"]}
+    c1 = m.write({"f0": [k0]})
+    tc: list[str] = []
+    ta = m.alter(V2, during=lambda: tc.append(m.compact({"f0": [{**k0, "_hoodie_commit_time": c1}]})))
+    later = [Written(f"g{i}", m.write({f"g{i}": [v]}), V2, v) for i in range(5)
+             for v in [{"id": f"g{i}", "ts": 1, "a": i, "bee": f"x{i}", "st": None, "tags": None}]]
+    archive(LOCAL, m.base, None, {"hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3",
+                                  "hoodie.cleaner.commits.retained": "1"})
+    first = m.timeline().completed_commits().first()
+    assert first is not None and first.requested_time > tc[0] > ta
+    plan = read_plan.snapshot(Table.open(m.base))
+    sor = plan.read.schema_on_read
+    assert sor is not None and sor.archived_read and sor.committed[tc[0]].version_id == 0
+    assert [f.name for f in sor.versions[-1].fields][5:] == ["id", "ts", "a", "bee", "st", "tags"]
+    assert rows(plan.to_arrow()) == expected([Written("k0", c1, V0, k0), *later], V2)
