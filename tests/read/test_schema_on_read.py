@@ -19,9 +19,20 @@ from pyhudi.errors import UnsupportedTableError
 from pyhudi.read import plan as read_plan
 from pyhudi.services.archive import archive
 from pyhudi.table.properties import MERGE_ON_READ
-from pyhudi.table.schema import META_COLUMNS
+from pyhudi.table.schema import META_COLUMNS, commit_schema_json
+from pyhudi.table.timeline import ActiveTimeline, InstantTimeGenerator
 from pyhudi.txn.transaction import WriteTransaction
-from tests.support.sor_tables import LOCAL, Arr, F, Rec, SorTable, arrow_schema
+from tests.support.sor_tables import (
+    LOCAL,
+    META_FIELDS,
+    Arr,
+    F,
+    Rec,
+    SorTable,
+    arrow_schema,
+    history_json,
+    internal_schema_json,
+)
 from tests.support.tree import snapshot as tree
 
 # version 0: the table's schema before schema-on-read (ids as AvroInternalSchemaConverter numbers them: the
@@ -489,3 +500,47 @@ def test_archived_commit_schema_read_from_the_archived_timeline(tmp_path: Path) 
     assert sor is not None and sor.archived_read and sor.committed[tc[0]].version_id == 0
     assert [f.name for f in sor.versions[-1].fields][5:] == ["id", "ts", "a", "bee", "st", "tags"]
     assert rows(plan.to_arrow()) == expected([Written("k0", c1, V0, k0), *later], V2)
+
+
+@pytest.mark.spark
+def test_inline_compaction_refused_when_the_table_turned_schema_on_read(spark, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                                                         ) -> None:
+    """An ALTER TABLE lands right after a pyhudi write into a merge-on-read table committed, before its inline
+    compaction: the compaction refuses to complete (under the lock), the ALTER's table stays as it left it."""
+    base = str(tmp_path / "t")
+    opts = {"hoodie.datasource.write.recordkey.field": "id", "hoodie.table.ordering.fields": "ts",
+            "hoodie.datasource.write.table.type": "MERGE_ON_READ", "hoodie.compact.inline.max.delta.commits": "2"}
+    schema = "id string, ts long, v double"
+    Table.create(base, pa.schema([("id", pa.string()), ("ts", pa.int64()), ("v", pa.float64())]), opts)
+    Table.open(base).write(spark.createDataFrame([("k0", 1, 1.0), ("k1", 1, 2.0)], schema), "insert", opts)
+    v0 = (*META_FIELDS, F(5, "id", "string"), F(6, "ts", "long"), F(7, "v", "double"))
+    altered: list[str] = []
+
+    def alter(_: str) -> None:  # Hudi's ALTER TABLE RENAME COLUMN v TO w: history, then a commit without files
+        tl = ActiveTimeline.load(LOCAL, base)
+        gen = InstantTimeGenerator()
+        t = gen.next(floor=tl.latest_time())
+        v1 = internal_schema_json(int(t), (*v0[:7], F(7, "w", "double")))
+        req = tl.create_requested("deltacommit", t)
+        infl = tl.transition_to_inflight(req, None)
+        done = gen.next(floor=t)
+        (Path(base) / ".hoodie" / ".schema").mkdir(exist_ok=True)
+        (Path(base) / ".hoodie" / ".schema" / f"{t}_{done}.schemacommit").write_text(
+            history_json([v1, internal_schema_json(0, v0)]))
+        extra = {"latestSchema": v1, "schema": commit_schema_json(
+            pa.schema([("id", pa.string()), ("ts", pa.int64()), ("w", pa.float64())]), "t")}
+        tl.complete(infl, {"partitionToWriteStats": {}, "compacted": False, "extraMetadata": extra, "version": 1,
+                           "operationType": "ALTER_SCHEMA"}, gen.next(floor=done))
+        altered.append(t)
+
+    with faults.inject("after_data_commit", alter), pytest.raises(
+            UnsupportedTableError, match=rf"{re.escape(base)} uses schema-on-read evolution .*pyhudi refuses "
+                                         r"completing the compaction \d+"):
+        Table.open(base).write(spark.createDataFrame([("k0", 2, 3.0)], schema), "upsert", opts)
+    tl = ActiveTimeline.load(LOCAL, base)
+    assert altered and not [i for i in tl.completed() if i.action == "commit"]  # no compaction completed
+    assert [i.action for i in tl.pending()] == ["compaction"]
+    got = Table.open(base).to_arrow()
+    assert got.column_names[len(META_COLUMNS):] == ["id", "ts", "w"]
+    assert sorted(zip(got.column("id").to_pylist(), got.column("w").to_pylist(), strict=True)) == [("k0", 3.0),
+                                                                                                  ("k1", 2.0)]
