@@ -401,7 +401,8 @@ NOT_HONOURED: dict[str, tuple[frozenset[str], str]] = {
         "non-blocking concurrency control is not supported"),
     "hoodie.schema.on.read.enable": (
         frozenset({"false"}), "schema-on-read evolution (renames, drops, reorders through .hoodie/.schema) is not "
-                              "supported; new columns and type promotions need no option"),
+                              "written (tables that use it are read); new columns and type promotions need no "
+                              "option"),
     "hoodie.cleaner.policy": (
         frozenset({"keep_latest_commits"}), "pyhudi cleans with KEEP_LATEST_COMMITS only"),
     "hoodie.populate.meta.fields": (

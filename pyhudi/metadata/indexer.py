@@ -215,7 +215,7 @@ class AsyncRecordIndexBuilder:
         faults.at("index.schedule")
         tl = self._timeline()
         cfg = self._config()
-        check_writable(self.base_path, cfg, "building the record index (async indexer)")
+        check_writable(self.base_path, cfg, "building the record index (async indexer)", storage=self.storage)
         if RECORD_INDEX in cfg.metadata_partitions:
             raise PyHudiError(f"{self.base_path} already has a record index")
         if pending_indexing(tl) is not None or RECORD_INDEX in cfg.metadata_partitions_inflight:
@@ -252,7 +252,7 @@ class AsyncRecordIndexBuilder:
         faults.at("index.snapshot")
         snapshot = self._wait_for_pending(self._timeline())
         cfg = self._config()
-        check_writable(self.base_path, cfg, "building the record index (async indexer)")
+        check_writable(self.base_path, cfg, "building the record index (async indexer)", storage=self.storage)
         writer = MetadataWriter(self.storage, self.base_path, cfg)
         view = table_view(self.storage, self.base_path, cfg, snapshot)
         spark = self.spark or get_spark()

@@ -28,12 +28,13 @@ from pyhudi.errors import InvalidInputError, PyHudiError, UnsupportedFormatError
 from pyhudi.read.logscan import CommittedInstants
 from pyhudi.read.merge import MergeConfig
 from pyhudi.read.slice_reader import FileSliceReader, ReadSpec, SliceSpec
-from pyhudi.table.schema import table_schema, with_meta
+from pyhudi.table.internal_schema import with_archived
+from pyhudi.table.schema import resolve_schema, table_schema, with_meta
 from pyhudi.table.timeline import ActiveTimeline
 
 if TYPE_CHECKING:
     from pyhudi.io.storage import Storage
-    from pyhudi.table.fsview import FileSystemView
+    from pyhudi.table.fsview import FileSlice, FileSystemView
     from pyhudi.table.lsm_timeline import FullTimeline
     from pyhudi.table.properties import TableConfig
 
@@ -183,11 +184,22 @@ def _spec(table: TableLike, timeline: ActiveTimeline, as_of: str | None = None, 
             f"{table.base_path}: hoodie.table.base.file.format={cfg.base_file_format}; pyhudi reads parquet base "
             "files only"
         )
-    schema = with_meta(table.schema() if as_of is None else
-                       table_schema(table.storage, table.base_path, cfg, timeline, as_of=as_of))
+    data, sor = resolve_schema(table.storage, table.base_path, cfg, timeline, as_of=as_of)
+    schema = with_meta(data)
     merge = MergeConfig.of_table(table.config, schema, table.base_path)
     instants = kw.pop("instants", None) or CommittedInstants.of(timeline.commits())
-    return ReadSpec(table.storage, table.base_path, schema, merge, instants, **kw)  # type: ignore[arg-type]
+    return ReadSpec(table.storage, table.base_path, schema, merge, instants,  # type: ignore[arg-type]
+                    schema_on_read=sor, **kw)  # type: ignore[arg-type]
+
+
+def _for_slices(table: TableLike, spec: ReadSpec, slices: Sequence[FileSlice]) -> ReadSpec:
+    """A schema-on-read read's description, able to map the files of ``slices``: the schemas of their archived
+    commits are read here, on the driver (:func:`pyhudi.table.internal_schema.with_archived`)."""
+    sor = spec.schema_on_read
+    if sor is None:
+        return spec
+    return replace(spec, schema_on_read=with_archived(sor, table.storage, table.config,
+                                                      {s.base_instant for s in slices}))
 
 
 def snapshot(
@@ -206,7 +218,7 @@ def snapshot(
         slices = [s for s in slices if s.base_file is not None]
     spec = _spec(table, tl, as_of, instants=CommittedInstants.of(tl.commits(), as_of=as_of),
                  read_optimized=read_optimized)
-    return ScanPlan(spec, tuple(SliceSpec.of(s) for s in slices))
+    return ScanPlan(_for_slices(table, spec, slices), tuple(SliceSpec.of(s) for s in slices))
 
 
 def incremental(
@@ -236,7 +248,7 @@ def incremental(
     view = table.view(tl).at(None, completed_by=end)
     slices = [s for s in view.latest_file_slices() if (s.partition, s.file_id) in touched]
     spec = _spec(table, tl, instants=CommittedInstants.of(tl.commits(), completed_by=end), commit_times=commits)
-    return ScanPlan(spec, tuple(SliceSpec.of(s) for s in slices))
+    return ScanPlan(_for_slices(table, spec, slices), tuple(SliceSpec.of(s) for s in slices))
 
 
 def for_keys(table: TableLike, keys: Sequence[str], *, timeline: ActiveTimeline | None = None) -> ScanPlan:

@@ -285,6 +285,12 @@ def prune(
     the plan is the latest snapshot with log records merged, whose file groups the record index names;
     ``column_stats``: prune by the metadata table's column statistics."""
     report = PruneReport(slices_total=len(plan.slices), files_total=sum(_files(s) for s in plan.slices))
+    if plan.read.schema_on_read is not None:
+        # columns renamed or dropped since a file was written make names ambiguous (a partition field, a record
+        # key or a statistics column may be another column now): nothing is pruned, Spark filters every row
+        report.slices_after_partitions = report.slices_after_keys = report.slices_after_stats = len(plan.slices)
+        report.files_read = report.files_total
+        return ScanPlan(replace(plan.read, predicates=()), plan.slices), report
     schema = plan.read.schema  # the table's columns, meta columns first
     slices = prune_partitions(table, schema, plan.slices, preds, report)
     report.slices_after_partitions = len(slices)

@@ -37,10 +37,12 @@ from pyhudi.io.logfile import BlockType, LogBlock
 from pyhudi.io.storage import Storage
 from pyhudi.read.filters import Pred, Stats, all_may_match
 from pyhudi.read.logscan import CommittedInstants, scan_log_blocks
-from pyhudi.read.merge import LogRecords, MergeConfig, Winners, final_merge
-from pyhudi.table.evolution import conform_table
+from pyhudi.read.merge import OPERATION_COL, LogRecords, MergeConfig, Winners, final_merge
+from pyhudi.table.evolution import FileMapping, conform_table
+from pyhudi.table.filenames import BaseFileName, parse_data_file_name
 from pyhudi.table.fsview import FileSlice
-from pyhudi.table.schema import COMMIT_TIME_COL, RECORD_KEY_COL
+from pyhudi.table.internal_schema import SchemaOnRead, to_arrow
+from pyhudi.table.schema import COMMIT_TIME_COL, RECORD_KEY_COL, with_meta, without_meta
 
 DEFAULT_BATCH_ROWS = int(str(C.READ_BATCH_ROWS.default))
 DEFAULT_LOG_COMPACT_ROWS = int(str(C.READ_LOG_COMPACT_ROWS.default))
@@ -77,6 +79,7 @@ class ReadSpec:
     predicates: tuple[Pred, ...] = ()  # the query's conjuncts: row groups they rule out are skipped (base-only reads)
     batch_rows: int = DEFAULT_BATCH_ROWS
     log_compact_rows: int = DEFAULT_LOG_COMPACT_ROWS
+    schema_on_read: SchemaOnRead | None = None  # a schema-on-read table: base files are read by field id
 
 
 def conform(t: pa.Table | pa.RecordBatch, schema: pa.Schema, where: str) -> pa.Table:
@@ -153,6 +156,7 @@ class FileSliceReader:
         self._wanted = pa.array(list(dict.fromkeys(spec.keys)), pa.string()) if spec.keys is not None else None
         self.row_groups_total = 0  # of the base file
         self.row_groups_read = 0
+        self._query: pa.Schema | None = None  # a schema-on-read table's query columns, as mapped log blocks hold them
 
     def _abs(self, rel: str) -> str:
         return posixpath.join(self.spec.base_path, rel)
@@ -183,9 +187,28 @@ class FileSliceReader:
             block = b.records(spec.storage)
             if self._wanted is not None:
                 block = block.filter(pc.is_in(block.column(RECORD_KEY_COL), value_set=self._wanted))
-            return "data", block, conform(block, spec.schema, f"{b.path} (block at offset {b.offset})")
+            where = f"{b.path} (block at offset {b.offset})"
+            sor = spec.schema_on_read
+            if sor is None:
+                return "data", block, conform(block, spec.schema, where)
+            return ("data", *self._mapped_block(sor, block, b.instant_time, where))
         finally:
             b.release()
+
+    def _mapped_block(self, sor: SchemaOnRead, block: pa.Table, instant: str | None,
+                      where: str) -> tuple[pa.Table, pa.Table]:
+        """A schema-on-read table's log block, mapped by the InternalSchema of its INSTANT_TIME header's instant as
+        Hudi's log reader does (``composeEvolvedSchemaTransformer``): (every query column, for the delete markers;
+        the output columns)."""
+        if not instant:
+            raise CorruptFileError(where, "a data block without an INSTANT_TIME header: its schema version is unknown")
+        mapping = FileMapping(sor, sor.version_for(instant, where), where)
+        if self._query is None:
+            self._query = with_meta(without_meta(to_arrow(sor.query, sor.table)))
+        full = mapping.apply(block, self._query)
+        if OPERATION_COL in block.column_names and OPERATION_COL not in full.column_names:
+            full = full.append_column(OPERATION_COL, block.column(OPERATION_COL))
+        return full, full.select(self.spec.schema.names)
 
     # -- base file ---------------------------------------------------------------------------------------------
     def _base_batches(self) -> Iterator[pa.Table]:
@@ -194,27 +217,45 @@ class FileSliceReader:
             return
         path = self._abs(rel)
         spec = self.spec
+        mapping = self._mapping(rel, path)
+
+        def out(b: pa.Table | pa.RecordBatch) -> pa.Table:
+            return mapping.apply(b, spec.schema) if mapping is not None else conform(b, spec.schema, path)
+
         try:
             if self._wanted is not None:
                 from pyhudi.table import base_file
 
                 t = base_file.read_base_file(spec.storage, path, filter_keys=self._wanted)
                 for b in t.to_batches(spec.batch_rows):
-                    yield conform(b, spec.schema, path)
+                    yield out(b)
                 return
             with spec.storage.open_input(path) as f:
                 pf = pq.ParquetFile(f)
                 present = set(pf.schema_arrow.names)
-                cols = [n for n in spec.schema.names if n in present]
+                wanted = spec.schema.names if mapping is None else [mapping.source_column(n) for n in spec.schema.names]
+                cols = [n for n in dict.fromkeys(wanted) if n is not None and n in present]
                 groups = self._row_groups(pf)
                 if not groups:
                     return
                 for b in pf.iter_batches(batch_size=spec.batch_rows, columns=cols, row_groups=groups):
-                    yield conform(b, spec.schema, path)
+                    yield out(b)
         except FileNotFoundError as e:
             raise StorageError(f"file not found: {path}") from e
         except (pa.ArrowInvalid, pa.ArrowException) as e:
             raise CorruptFileError(path, f"cannot read parquet: {e}") from None
+
+    def _mapping(self, rel: str, path: str) -> FileMapping | None:
+        """A schema-on-read table's base file: its columns mapped to the query's by the InternalSchema of the
+        instant in its name (:meth:`SchemaOnRead.version_for`)."""
+        sor = self.spec.schema_on_read
+        if sor is None:
+            return None
+        name = parse_data_file_name(posixpath.basename(rel))
+        if not isinstance(name, BaseFileName):
+            raise CorruptFileError(path, "not a base file name: its instant, which names its schema version, is "
+                                         "unknown")
+        return FileMapping(sor, sor.version_for(name.instant, path), path)
 
     def _row_groups(self, pf: pq.ParquetFile) -> list[int]:
         """The base file's row groups to read: all, or -- when no log record merges into this read (a
@@ -224,7 +265,8 @@ class FileSliceReader:
         n = md.num_row_groups
         self.row_groups_total = n
         preds = self.spec.predicates
-        if not preds or not (self.spec.read_optimized or not self.slice.log_files):
+        # a schema-on-read file's column names may be another column's in the query: its statistics are not used
+        if not preds or not (self.spec.read_optimized or not self.slice.log_files) or self.spec.schema_on_read:
             self.row_groups_read = n
             return list(range(n))
         wanted = {p.column for p in preds}

@@ -258,10 +258,12 @@ def clean(
     new_instant_time: str | TimeSource | None = None,
     *,
     on_delete: OnDelete | None = None,
+    before_plan: Callable[[], None] | None = None,
 ) -> Instant | None:
     """Finish pending cleans, then plan and run a KEEP_LATEST_COMMITS clean.
 
-    ``on_delete(clean_time, {partition: [file names]})`` runs before any file is deleted.
+    ``on_delete(clean_time, {partition: [file names]})`` runs before any file is deleted; ``before_plan()``
+    before a new clean reaches the timeline (it may refuse it by raising).
     ``new_instant_time``: the clean's instant time, or a generator/callable of new times (also used for
     completion times; with a fixed string, completion times come from a fresh :class:`InstantTimeGenerator`).
     Returns the completed clean instant of this call (the last finished pending one if nothing new was
@@ -288,6 +290,8 @@ def clean(
         t = fixed
     else:
         t = next_time(source, latest)
+    if before_plan is not None:
+        before_plan()
     requested = tl.create_requested(CLEAN, t, plan)
     faults.at("clean.planned")
     return _run(storage, base_path, tl, requested, plan, source, on_delete)

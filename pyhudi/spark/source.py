@@ -13,8 +13,9 @@ starts. Then::
 
 How a query runs (PySpark plans a Python source in Python workers the driver's JVM starts, then reads in tasks):
 
-- ``schema()``: the table's columns, meta columns first (a user schema, ``.schema("a string, b long")``, reads
-  only its columns: PySpark hands a Python source no column pruning of its own);
+- ``schema()``: the table's columns, meta columns first (time travel: as of its instant; a user schema,
+  ``.schema("a string, b long")``, reads only its columns: PySpark hands a Python source no column pruning of its
+  own);
 - ``pushFilters()``: the filters become predicates (:mod:`pyhudi.read.filters`); every filter is handed back, so
   Spark evaluates them all on the rows read and the result never depends on pruning;
 - ``partitions()``: the scan plan of the query type (:mod:`pyhudi.read.plan`), pruned by partition, record key
@@ -164,11 +165,15 @@ class HudiDataSource(DataSource):
     def schema(self) -> StructType:
         from pyspark.sql.pandas.types import from_arrow_schema
 
-        from pyhudi.read.plan import open_table
-        from pyhudi.table.schema import with_meta
+        from pyhudi.read.plan import as_of_instant, open_table
+        from pyhudi.table.schema import table_schema, with_meta
 
-        query_type(self.options)
-        return from_arrow_schema(with_meta(open_table(_path(self.options)).schema()))
+        qt = query_type(self.options)
+        table = open_table(_path(self.options))
+        # time travel reads with the schema of its instant (as the plan does), other queries with the latest
+        as_of = None if qt == INCREMENTAL else as_of_instant(table.base_path, C.AS_OF_INSTANT.get(self.options))
+        return from_arrow_schema(with_meta(table_schema(table.storage, table.base_path, table.config,
+                                                        table.timeline(), as_of=as_of)))
 
     def reader(self, schema: StructType) -> DataSourceReader:
         return HudiReader(dict(self.options), schema, self.parallelism)

@@ -11,8 +11,14 @@ byte for byte as it was, with an error naming the table and the feature.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pyhudi.errors import ConfigError, UnsupportedTableError
+from pyhudi.table.internal_schema import history_files, refusal, schema_folder
 from pyhudi.table.properties import COPY_ON_WRITE, CURRENT_TABLE_VERSION, MERGE_ON_READ, TableConfig
+
+if TYPE_CHECKING:
+    from pyhudi.io.storage import Storage
 
 #: table versions pyhudi writes
 WRITABLE_TABLE_VERSIONS = (CURRENT_TABLE_VERSION,)
@@ -33,10 +39,13 @@ def mor_refusal(table: str, what: str) -> str:
     )
 
 
-def check_writable(table: str, config: TableConfig, what: str, *, mor_supported: bool = False) -> None:
+def check_writable(table: str, config: TableConfig, what: str, *, storage: Storage,
+                   mor_supported: bool = False) -> None:
     """:class:`UnsupportedTableError` if pyhudi cannot write the table exactly; ``what`` names the refused
     operation ("an upsert", "building the record index", ...). ``mor_supported``: the operation is one pyhudi
-    makes exactly on merge-on-read tables too."""
+    makes exactly on merge-on-read tables too. ``storage`` (the table's): a table that uses schema-on-read
+    evolution is refused too (:func:`check_not_schema_on_read`)."""
+    check_not_schema_on_read(storage, table, what)
     if config.table_version not in WRITABLE_TABLE_VERSIONS:
         v = config.table_version
         release = f" (Hudi {_HUDI_RELEASE[v]})" if v in _HUDI_RELEASE else ""
@@ -48,6 +57,16 @@ def check_writable(table: str, config: TableConfig, what: str, *, mor_supported:
         )
     if config.table_type == MERGE_ON_READ and not mor_supported:
         raise UnsupportedTableError(mor_refusal(table, what))
+
+
+def check_not_schema_on_read(storage: Storage, table: str, what: str) -> None:
+    """:class:`UnsupportedTableError` when ``.hoodie/.schema`` holds schema-on-read history (Hudi creates the
+    folder empty in every table; every schema-on-read commit writes a history file there)."""
+    files = history_files(storage, table)
+    if files:
+        raise refusal(table, f"{schema_folder(table)} holds {files[0]}", what,
+                      "it reads such tables, but a write must extend Hudi's InternalSchema history (.hoodie/.schema, "
+                      "extraMetadata.latestSchema) as Hudi does, which pyhudi does not implement; nothing was committed")
 
 
 def check_new_table_type(table: str, table_type: str, option: str) -> str:

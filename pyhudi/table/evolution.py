@@ -19,12 +19,16 @@ reconciled with the table's latest schema:
   picks the incoming schema then.
 
 A column is never dropped: dropping or renaming needs schema-on-read evolution (``hoodie.schema.on.read.enable``),
-which pyhudi does not implement.
+which pyhudi does not write.
 
 **Conforming data** (:func:`conform_array`, :func:`conform_table`): an array of one type brought to another by
 name, recursively -- struct fields the data lacks are nulls, fields the target lacks are left out, promoted
 types are cast as Avro's schema resolution (and Java) converts them (an int or long to a float or double rounds
 to nearest; a string read as bytes is its UTF-8; bytes read as string must be valid UTF-8).
+
+**Schema-on-read files** (:class:`FileMapping`): a base file or log block of a table that uses schema-on-read
+evolution, its columns matched to the query's by InternalSchema field id rather than by name (see
+:mod:`pyhudi.table.internal_schema`).
 """
 
 from __future__ import annotations
@@ -33,7 +37,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from pyhudi.errors import InvalidInputError
+from pyhudi.errors import InvalidInputError, UnsupportedTableError
+from pyhudi.table.internal_schema import Array, InternalSchema, IType, Map, Record, SchemaOnRead
 from pyhudi.table.schema import META_COLUMNS, avro_primitive
 
 #: Avro's schema-resolution promotions: writer type -> reader types that can read it
@@ -201,16 +206,16 @@ def conform_array(arr: pa.Array | pa.ChunkedArray, target: pa.DataType, where: s
                                           mask=mask)
     if (pa.types.is_list(target) or pa.types.is_large_list(target)) and (
             pa.types.is_list(t) or pa.types.is_large_list(t)):
-        offsets, start, end = _offsets(arr)
-        values = conform_array(arr.values.slice(start, end - start), target.value_type, where, f"{path}.element")
+        offsets, values = list_parts(arr)
+        values = conform_array(values, target.value_type, where, f"{path}.element")
         if pa.types.is_large_list(target) != pa.types.is_large_list(t):
             offsets = offsets.cast(pa.int64() if pa.types.is_large_list(target) else pa.int32())
         cls = pa.LargeListArray if pa.types.is_large_list(target) else pa.ListArray
         return cls.from_arrays(offsets, values, type=target, mask=mask)
     if pa.types.is_map(target) and pa.types.is_map(t):
-        offsets, start, end = _offsets(arr)
-        keys = conform_array(arr.keys.slice(start, end - start), target.key_type, where, f"{path}.key")
-        items = conform_array(arr.items.slice(start, end - start), target.item_type, where, f"{path}.value")
+        offsets, keys, items = map_parts(arr)
+        keys = conform_array(keys, target.key_type, where, f"{path}.key")
+        items = conform_array(items, target.item_type, where, f"{path}.value")
         return pa.MapArray.from_arrays(offsets, keys, items, type=target, mask=mask)
     a, b = avro_primitive(t), avro_primitive(target)
     try:
@@ -230,6 +235,18 @@ def _offsets(arr: Any) -> tuple[pa.Array, int, int]:
     return pc.subtract(off, pa.scalar(start, off.type)), start, end
 
 
+def list_parts(arr: Any) -> tuple[pa.Array, Any]:
+    """(offsets rebased to 0, the values they index) of a possibly sliced list array."""
+    offsets, start, end = _offsets(arr)
+    return offsets, arr.values.slice(start, end - start)
+
+
+def map_parts(arr: Any) -> tuple[pa.Array, Any, Any]:
+    """(offsets rebased to 0, keys, items) of a possibly sliced map array."""
+    offsets, start, end = _offsets(arr)
+    return offsets, arr.keys.slice(start, end - start), arr.items.slice(start, end - start)
+
+
 def conform_table(t: pa.Table | pa.RecordBatch, schema: pa.Schema, where: str) -> pa.Table:
     """``t`` with exactly ``schema``'s columns, by name, in its order: missing columns (and struct fields) are
     nulls, other types converted by :func:`conform_array`."""
@@ -243,3 +260,95 @@ def conform_table(t: pa.Table | pa.RecordBatch, schema: pa.Schema, where: str) -
         else:
             cols.append(pa.nulls(t.num_rows, f.type))
     return pa.Table.from_arrays(cols, schema=schema)
+
+
+# -- schema-on-read: files read by field id -----------------------------------------------------------------------
+#: type changes whose conversion is exact and the same as Hudi's (Java's widening and ``String.valueOf``)
+_CASTS: dict[str, frozenset[str]] = {
+    "int": frozenset({"long", "float", "double", "string"}),
+    "long": frozenset({"float", "double", "string"}),
+}
+
+
+class FileMapping:
+    """How one file's (or log block's) columns become the query's: for every query column (by name), the file's
+    column of the same id (None: null) and the conversions on the way. ``path`` names the file in errors."""
+
+    def __init__(self, sor: SchemaOnRead, file_schema: InternalSchema, path: str) -> None:
+        self.sor = sor
+        self.file = file_schema
+        self.path = path
+        self.query_fields = {f.name: f for f in sor.query.fields}
+        self.file_fields = file_schema.record.by_id()
+
+    def source_column(self, name: str) -> str | None:
+        """The file's name of query column ``name`` (None: the file has no column of that id)."""
+        q = self.query_fields.get(name)
+        if q is None:
+            return name  # a meta column missing from the InternalSchema: read by name
+        f = self.file_fields.get(q.id)
+        return f.name if f is not None else None
+
+    def apply(self, t: pa.Table | pa.RecordBatch, out: pa.Schema) -> pa.Table:
+        """``t`` (the file's columns) as the query's ``out`` columns."""
+        if isinstance(t, pa.RecordBatch):
+            t = pa.Table.from_batches([t])
+        cols = []
+        for f in out:
+            src = self.source_column(f.name)
+            if src is None or src not in t.column_names:
+                cols.append(pa.nulls(t.num_rows, f.type))
+                continue
+            arr = t.column(src).combine_chunks()
+            q = self.query_fields.get(f.name)
+            if q is None:
+                cols.append(conform_array(arr, f.type, self.path, f.name))
+            else:
+                cols.append(self._convert(arr, self.file_fields[q.id].type, q.type, f.type, f.name))
+        return pa.Table.from_arrays(cols, schema=out)
+
+    def _refuse(self, column: str, what: str) -> UnsupportedTableError:
+        return UnsupportedTableError(
+            f"{self.sor.table}: {self.path}: column {column!r} {what}; pyhudi refuses to read the table rather "
+            "than convert it differently from Hudi")
+
+    def _convert(self, arr: Any, ftype: IType, qtype: IType, target: pa.DataType, column: str) -> Any:
+        mask = arr.is_null() if arr.null_count else None
+        if isinstance(qtype, Record):
+            if not isinstance(ftype, Record) or not pa.types.is_struct(arr.type):
+                raise self._refuse(column, f"is a struct in the query schema but {ftype} in the file")
+            by_id = ftype.by_id()
+            names = [arr.type.field(i).name for i in range(arr.type.num_fields)]
+            children = []
+            for i, qf in enumerate(qtype.fields):
+                tf = target.field(i)
+                ff = by_id.get(qf.id)
+                if ff is None or ff.name not in names:
+                    children.append(pa.nulls(len(arr), tf.type))
+                    continue
+                child = arr.field(names.index(ff.name))
+                children.append(self._convert(child, ff.type, qf.type, tf.type, f"{column}.{qf.name}"))
+            return pa.StructArray.from_arrays(children, fields=[target.field(i) for i in range(target.num_fields)],
+                                              mask=mask)
+        if isinstance(qtype, Array):
+            if not isinstance(ftype, Array) or not (pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type)):
+                raise self._refuse(column, f"is an array in the query schema but {ftype} in the file")
+            offsets, values = list_parts(arr)
+            vals = self._convert(values, ftype.element, qtype.element, target.value_type, f"{column}.element")
+            return pa.ListArray.from_arrays(offsets, vals, type=target, mask=mask)
+        if isinstance(qtype, Map):
+            if not isinstance(ftype, Map) or not pa.types.is_map(arr.type):
+                raise self._refuse(column, f"is a map in the query schema but {ftype} in the file")
+            offsets, keys, items = map_parts(arr)
+            keys = conform_array(keys, target.key_type, self.path, f"{column}.key")
+            items = self._convert(items, ftype.value, qtype.value, target.item_type, f"{column}.value")
+            return pa.MapArray.from_arrays(offsets, keys, items, type=target, mask=mask)
+        if not isinstance(ftype, str):
+            raise self._refuse(column, f"is {qtype} in the query schema but {ftype} in the file")
+        if ftype != qtype and qtype not in _CASTS.get(ftype, ()):
+            raise self._refuse(column, f"changed type from {ftype} (in the file) to {qtype}, a change pyhudi does "
+                                       "not convert (it converts int -> long/float/double/string and "
+                                       "long -> float/double/string)")
+        if ftype != qtype and qtype == "string":
+            return arr.cast(pa.string())
+        return conform_array(arr, target, self.path, column)

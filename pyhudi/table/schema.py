@@ -10,17 +10,27 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import posixpath
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from pyhudi.errors import InvalidInputError, PyHudiError, UnsupportedTableError
+from pyhudi.table.internal_schema import (
+    LATEST_SCHEMA_KEY,
+    can_update_schema,
+    load_history,
+    parse_internal_schema,
+    refusal,
+    schema_folder,
+    to_arrow,
+    valid_history_files,
+)
+from pyhudi.table.lsm_timeline import ArchivedTimeline, LsmHistory
 
 if TYPE_CHECKING:
     from pyhudi.io.storage import Storage
-    from pyhudi.table.lsm_timeline import ArchivedTimeline
+    from pyhudi.table.internal_schema import SchemaOnRead
     from pyhudi.table.properties import TableConfig
     from pyhudi.table.timeline import ActiveTimeline
 
@@ -215,40 +225,26 @@ def _arrow_type(name: str, t: Any) -> pa.DataType:
     raise InvalidInputError(f"column {name!r}: Avro type {t} is not supported")
 
 
-#: extraMetadata key of the InternalSchema a schema-on-read write records (Hudi's ``SerDeHelper.LATEST_SCHEMA``)
-LATEST_INTERNAL_SCHEMA = "latestSchema"
-#: folder of the schema-on-read history (Hudi's ``FileBasedInternalSchemaStorageManager``), under ``.hoodie``
-SCHEMA_HISTORY_FOLDER = ".schema"
-
-
-def schema_on_read_refusal(base_path: str, where: str) -> UnsupportedTableError:
-    return UnsupportedTableError(
-        f"{base_path} uses schema-on-read evolution (hoodie.schema.on.read.enable: {where}); its files may hold "
-        "renamed, dropped or reordered columns that only Hudi's InternalSchema history maps to the table's "
-        "columns, which pyhudi does not implement: it refuses to read or write the table rather than return "
-        "wrong rows"
-    )
-
-
-def check_no_schema_on_read(storage: Storage, base_path: str) -> None:
-    """UnsupportedTableError when ``.hoodie/.schema`` holds schema-on-read history (Hudi creates the folder empty
-    in every table)."""
-    folder = posixpath.join(base_path, ".hoodie", SCHEMA_HISTORY_FOLDER)
-    files = [e for e in storage.list(folder) if not e.is_dir]
-    if files:
-        raise schema_on_read_refusal(base_path, f"{folder} holds {files[0].name}")
-
-
 def table_schema(
     storage: Storage, base_path: str, config: TableConfig, timeline: ActiveTimeline, as_of: str | None = None
 ) -> pa.Schema:
     """The data schema (without meta columns): the latest commit's writer schema (an archived commit's when no
     active one carries one), else the create schema. ``as_of``: the schema of the latest commit requested at or
-    before that instant (time travel). A table that uses schema-on-read evolution is refused
-    (:func:`schema_on_read_refusal`)."""
-    from pyhudi.table.lsm_timeline import ArchivedTimeline, LsmHistory
+    before that instant (time travel). A schema-on-read table's is its InternalSchema's (:func:`resolve_schema`)."""
+    return resolve_schema(storage, base_path, config, timeline, as_of)[0]
 
-    check_no_schema_on_read(storage, base_path)
+
+def resolve_schema(
+    storage: Storage, base_path: str, config: TableConfig, timeline: ActiveTimeline, as_of: str | None = None
+) -> tuple[pa.Schema, SchemaOnRead | None]:
+    """(:func:`table_schema`, the schema-on-read history files are read through, None for other tables). The
+    latest commit (at or before ``as_of``) that records a schema decides: its ``extraMetadata.latestSchema`` (an
+    InternalSchema: a schema-on-read table, see :mod:`pyhudi.table.internal_schema`), else its Avro ``schema``. A
+    table whose ``.hoodie/.schema`` holds the history of a completed commit but whose deciding commit records no
+    InternalSchema is refused: which of its files hold renamed columns would be a guess. A commit whose operation
+    cannot change the schema (``WriteOperationType.canUpdateSchema``) does not decide a schema-on-read table's
+    (``TableSchemaResolver.getTableInternalSchemaFromCommitMetadata``)."""
+    history = valid_history_files(storage, base_path, timeline)
 
     def archived() -> Iterator[ActiveTimeline | ArchivedTimeline]:
         # read only when no active commit carries a schema: loading the archived timeline reads every file of
@@ -256,17 +252,33 @@ def table_schema(
         if LsmHistory.for_table(storage, base_path, config).latest_version() > 0:
             yield ArchivedTimeline.load(storage, base_path, config)
 
+    def refuse(where: str) -> UnsupportedTableError:
+        return refusal(base_path, f"{schema_folder(base_path)} holds {history[0]}", "to read it",
+                       f"{where} records no InternalSchema (extraMetadata.{LATEST_SCHEMA_KEY}), so which files hold "
+                       "renamed or dropped columns is unknown")
+
     for tl in itertools.chain([timeline], archived()):
         for inst in reversed(list(tl.completed_commits())):
             if as_of is not None and inst.requested_time > as_of:
                 continue
-            extra = tl.read_commit_metadata(inst).get("extraMetadata") or {}
-            if extra.get(LATEST_INTERNAL_SCHEMA):
-                raise schema_on_read_refusal(base_path, f"commit {inst.requested_time} records an InternalSchema "
-                                                        f"under extraMetadata.{LATEST_INTERNAL_SCHEMA}")
+            md = tl.read_commit_metadata(inst)
+            extra = md.get("extraMetadata") or {}
+            latest = extra.get(LATEST_SCHEMA_KEY)
+            if latest and not can_update_schema(md):
+                continue  # a compaction's or clustering's, which may record a version older than the table's
+            if latest:
+                where = f"{base_path}: commit {inst.requested_time} (extraMetadata.{LATEST_SCHEMA_KEY})"
+                query = parse_internal_schema(latest, where)
+                sor = load_history(storage, base_path, timeline, query)
+                return without_meta(to_arrow(query, base_path)), sor
             s = extra.get("schema")
             if s:
-                return avro_to_arrow(s)
+                if history:
+                    raise refuse(f"its commit {inst.requested_time}, the latest"
+                                 + (f" at or before {as_of}," if as_of is not None else "") + " with a schema,")
+                return avro_to_arrow(s), None
+    if history:
+        raise refuse("none of its commits" + (f" at or before {as_of}" if as_of is not None else ""))
     if config.create_schema:
-        return avro_to_arrow(config.create_schema)
+        return avro_to_arrow(config.create_schema), None
     raise PyHudiError(f"{base_path}: table has no schema yet")

@@ -129,7 +129,8 @@ class Table:
         return FullTimeline.load(self.storage, self.base_path, self.config, active or self.timeline())
 
     def schema(self) -> pa.Schema:
-        """The data schema (without meta columns): the latest commit's writer schema, else the create schema."""
+        """The data schema (without meta columns): the latest commit's writer schema (a schema-on-read table's
+        latest InternalSchema), else the create schema."""
         return table_schema(self.storage, self.base_path, self.config, self.timeline())
 
     def refresh(self) -> Table:
@@ -150,8 +151,8 @@ class Table:
     def check_writable(self, what: str, *, mor_supported: bool = False) -> None:
         """Refuse (:class:`~pyhudi.errors.UnsupportedTableError`) a write pyhudi cannot make exactly into this
         table -- a table version other than 9, an operation pyhudi does not make on merge-on-read tables (unless
-        ``mor_supported``) -- before anything is written."""
-        check_writable(self.base_path, self.config, what, mor_supported=mor_supported)
+        ``mor_supported``), a table that uses schema-on-read evolution -- before anything is written."""
+        check_writable(self.base_path, self.config, what, mor_supported=mor_supported, storage=self.storage)
 
     def build_record_index(
         self,

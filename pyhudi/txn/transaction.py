@@ -69,7 +69,13 @@ from pyhudi.services.rollback import (
 )
 from pyhudi.spark.progress import Progress
 from pyhudi.table import markers
-from pyhudi.table.capabilities import MOR_INDEX_TYPES, MOR_OPERATIONS, check_writable, mor_refusal
+from pyhudi.table.capabilities import (
+    MOR_INDEX_TYPES,
+    MOR_OPERATIONS,
+    check_not_schema_on_read,
+    check_writable,
+    mor_refusal,
+)
 from pyhudi.table.commit_metadata import STREAMING_CHECKPOINT_KEY, streaming_checkpoint
 from pyhudi.table.evolution import writer_schema
 from pyhudi.table.properties import METAFOLDER, TableConfig, read_table_config
@@ -248,7 +254,7 @@ class WriteTransaction:
         (:class:`StreamingCheckpoint`, identifier from ``hoodie.datasource.write.streaming.checkpoint.identifier``)."""
         t0 = time.perf_counter()
         check_writable(self.base_path, self.config(), f"a write ({operation})",
-                       mor_supported=operation in MOR_OPERATIONS)
+                       mor_supported=operation in MOR_OPERATIONS, storage=self.storage)
         given_op = self.options.get(C.OPERATION)
         if given_op is not None and given_op.strip().lower() not in C.OPERATIONS:
             raise ConfigError(
@@ -357,6 +363,8 @@ class WriteTransaction:
             for i in tl.pending() if i.action in ROLLBACK_ACTIONS
         }
         live = {t: s for t, s in statuses.items() if not s.is_dead}
+        if len(live) < len(statuses):  # a rollback commit is coming
+            check_not_schema_on_read(self.storage, self.base_path, "rolling back failed writes")
         if live and refuse_live:
             t, s = sorted(live.items())[0]
             raise ConcurrentWriterError(
@@ -432,6 +440,7 @@ class WriteTransaction:
             ):
                 raise PyHudiError(f"{self.base_path}: instant {self.instant} left the timeline (rolled back by "
                                   "another writer?); the write is abandoned")
+            self._check_not_turned_schema_on_read(now)
             self._check_concurrent(now, metadata, job)
             if self._batch_committed(now):  # another attempt of this batch committed meanwhile
                 raise _BatchAlreadyCommitted(f"{self.base_path}: {self.checkpoint} was committed meanwhile")
@@ -452,6 +461,16 @@ class WriteTransaction:
         self.heartbeat.stop()
         faults.at("after_data_commit", self.fault_spec)
         return self.completed
+
+    def _check_not_turned_schema_on_read(self, now: ActiveTimeline) -> None:
+        """Under the lock, before the write completes: a table that became schema-on-read while it ran (Hudi's
+        ``ALTER TABLE`` is a commit without files, with a history file in ``.hoodie/.schema``) is refused, as at
+        its start; its files keep the names they were written with and would be read by another schema's. The
+        folder is listed only when another instant is pending, or completed since the write began."""
+        assert self.begun is not None
+        before = {i.requested_time for i in self.begun.completed()}
+        if any(i.requested_time != self.instant and i.requested_time not in before for i in now.all_instant_files):
+            check_not_schema_on_read(self.storage, self.base_path, f"committing the write {self.instant}")
 
     def _check_schema(self, now: ActiveTimeline, metadata: dict[str, Any], job: WriteJob) -> None:
         """A write committed meanwhile changed the table's schema: a write that did not evolve it commits with the
@@ -560,6 +579,7 @@ class WriteTransaction:
         writer = MetadataWriter(self.storage, self.base_path, cfg)
 
         def on_commit(instant: str, metadata: dict[str, Any]) -> None:
+            check_not_schema_on_read(self.storage, self.base_path, f"completing the compaction {instant}")
             if writer.exists:
                 writer.data_config = self.config()
                 writer.apply_commit(instant, metadata)
@@ -577,7 +597,8 @@ class WriteTransaction:
         lock."""
         writer = MetadataWriter(self.storage, self.base_path, self.config())
         return run_clean(self.storage, self.base_path, self.timeline(), retained, self.gen,
-                         on_delete=writer.apply_clean if writer.exists else None)
+                         on_delete=writer.apply_clean if writer.exists else None,
+                         before_plan=lambda: check_not_schema_on_read(self.storage, self.base_path, "cleaning"))
 
 
 def _check_mor_write(base_path: str, config: TableConfig, wc: C.WriteConfig, options: Mapping[str, str],
@@ -608,7 +629,7 @@ def clean_table(storage: Storage, base_path: str, options: Mapping[str, str] | N
     needs one. Returns the completed clean instant, None when nothing needed deleting."""
     opts = {k: str(v) for k, v in (options or {}).items()}
     tx = WriteTransaction(storage, base_path, opts)
-    check_writable(tx.base_path, tx.config(), "cleaning", mor_supported=True)
+    check_writable(tx.base_path, tx.config(), "cleaning", mor_supported=True, storage=tx.storage)
     with tx.lock.held():
         tx._roll_back_failed_writes(tx.timeline(), refuse_live=False)
         return tx.clean(C.int_option(opts, C.CLEANER_COMMITS_RETAINED, 1))
@@ -638,7 +659,7 @@ def compact_table(storage: Storage, base_path: str, spark: Any, options: Mapping
     opts = {k: str(v) for k, v in (options or {}).items()}
     tx = WriteTransaction(storage, base_path, opts)
     cfg = tx.config()
-    check_writable(tx.base_path, cfg, "compaction", mor_supported=True)
+    check_writable(tx.base_path, cfg, "compaction", mor_supported=True, storage=tx.storage)
     if not cfg.is_mor:
         raise PyHudiError(f"{base_path} is a {cfg.table_type} table: only merge-on-read tables are compacted")
     C.check_honoured(opts)
@@ -659,7 +680,7 @@ def rollback_write(
     heartbeat fresh, its process running) is refused."""
     opts = {k: str(v) for k, v in (options or {}).items()}
     tx = WriteTransaction(storage, base_path, opts)
-    check_writable(tx.base_path, tx.config(), "a rollback", mor_supported=True)
+    check_writable(tx.base_path, tx.config(), "a rollback", mor_supported=True, storage=tx.storage)
     with tx.lock.held():
         tl = tx.timeline()
         inst = tl.get(instant)
@@ -674,6 +695,7 @@ def rollback_write(
         if not status.is_dead:
             raise ConcurrentWriterError(f"{base_path}: the write {instant} is live ({status.reason}); it can be "
                                         "rolled back once it failed")
+        check_not_schema_on_read(storage, base_path, "a rollback")  # under the lock, as the rollback commits
         result = rollback_instant(storage, base_path, instant, tx.gen, tl)
         delete_heartbeat(storage, base_path, instant)
         return result

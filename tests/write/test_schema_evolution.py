@@ -320,8 +320,9 @@ def test_commit_schema_is_written_as_hudi_writes_it(mdt_tables: dict[str, Path])
 
 
 def test_schema_on_read_table_refused(mdt_tables: dict[str, Path], tmp_path: Path) -> None:
-    """A table whose .hoodie/.schema holds history (schema-on-read) is refused by reads and writes, naming the
-    table and the feature; the fixtures' empty .schema folders are not."""
+    """A table whose .hoodie/.schema holds the history of a completed commit while its commits record no
+    InternalSchema is refused by reads (which files hold renamed columns is unknown) and writes, naming the table
+    and the feature; the fixtures' empty .schema folders are not."""
     import shutil
 
     src = mdt_tables["cow_v9_txns_simple_meta.zip"]
@@ -330,7 +331,8 @@ def test_schema_on_read_table_refused(mdt_tables: dict[str, Path], tmp_path: Pat
     shutil.copytree(src, base)
     (base / ".hoodie" / ".schema" / "20260307162456179.schemacommit").write_text('{"schemas":[]}')
     t = Table.open(str(base))
-    for attempt in (t.to_arrow, t.schema, lambda: t.read_keys(["TXN-001"])):
+    for attempt in (t.to_arrow, t.schema, lambda: t.read_keys(["TXN-001"]),
+                    lambda: t.check_writable("a write (upsert)")):
         with pytest.raises(UnsupportedTableError, match=rf"{re.escape(str(base))} uses schema-on-read evolution"):
             attempt()
 
