@@ -641,7 +641,7 @@ def archive_table(storage: Storage, base_path: str, options: Mapping[str, str] |
     table lock when the concurrency mode needs one. A run that crashed is finished first."""
     opts = {k: str(v) for k, v in (options or {}).items()}
     tx = WriteTransaction(storage, base_path, opts)
-    check_writable(tx.base_path, tx.config(), "archival", mor_supported=True)
+    check_writable(tx.base_path, tx.config(), "archival", mor_supported=True, storage=tx.storage)
     with tx.lock.held():
         return archive(tx.storage, tx.base_path, tx.config(), opts)
 
