@@ -67,6 +67,13 @@ def generate(work: str, rows: int, upsert_rows: int, upserts: int, seed: int = 1
     return out
 
 
+def _first_and_steady(out: dict[str, Any]) -> None:
+    """The first upsert's wall time, and the median of the others (the steady state)."""
+    walls = [u["wall_s"] for u in out["upserts"]]
+    out["first_upsert_s"] = walls[0]
+    out["steady_median_s"] = round(statistics.median(walls[1:]), 3) if len(walls) > 1 else None
+
+
 def hudi_options(table_type: str, extra: dict[str, str] | None = None) -> dict[str, str]:
     return {**BASE_OPTIONS, "hoodie.table.type": table_type, "hoodie.index.type": "RECORD_INDEX",
             "hoodie.metadata.record.index.enable": "true", **(extra or {})}
@@ -93,9 +100,7 @@ def hudi_run(spark: Any, work: str, name: str, opts: dict[str, str], upsert_dirs
                                "inserted": r.get("inserted"), "updated": r.get("updated"),
                                "timings_s": r.get("timings_s")})
         _log(f"{name}: upsert {i + 1} {wall:.2f} s ({r.get('updated')} updated, {r.get('inserted')} inserted)")
-    walls = [u["wall_s"] for u in out["upserts"]]
-    out["first_upsert_s"] = walls[0]
-    out["steady_median_s"] = round(statistics.median(walls[1:]), 3) if len(walls) > 1 else None
+    _first_and_steady(out)
     out["path"] = path
     return out
 
@@ -115,9 +120,7 @@ def delta_run(work: str, upsert_dirs: list[str]) -> dict[str, Any]:
         wall = time.perf_counter() - t0
         out["upserts"].append({"wall_s": round(wall, 3), **m})
         _log(f"delta: upsert {i + 1} {wall:.2f} s ({m})")
-    walls = [u["wall_s"] for u in out["upserts"]]
-    out["first_upsert_s"] = walls[0]
-    out["steady_median_s"] = round(statistics.median(walls[1:]), 3) if len(walls) > 1 else None
+    _first_and_steady(out)
     return out
 
 

@@ -17,6 +17,7 @@ from pyhudi.services.rollback import read_rollback_metadata
 from pyhudi.table import markers
 from pyhudi.table.table import Table
 from pyhudi.write.producer import FAULT_OPTION
+from tests.table._fabricate import LOCAL
 from tests.write.robust_helpers import (
     CLI_KEYS,
     OPTS,
@@ -241,7 +242,7 @@ def test_files_of_failed_task_attempts_are_deleted_at_commit(spark, tmp_path: Pa
         pending = _pending_instants(base)
         assert len(pending) == 1
         instant = pending[0]
-        for part, name, io_type in markers.list_marked_files(markers_storage(), base, instant):
+        for part, name, io_type in markers.list_marked_files(LOCAL, base, instant):
             parsed = parse_data_file_name(name)
             if isinstance(parsed, BaseFileName):
                 other = BaseFileName(parsed.file_id, "9-9-999", parsed.instant, parsed.extension).name
@@ -251,7 +252,7 @@ def test_files_of_failed_task_attempts_are_deleted_at_commit(spark, tmp_path: Pa
                                     parsed.cdc).name
             src = Path(base, part, name)
             Path(base, part, other).write_bytes(src.read_bytes()[: max(1, src.stat().st_size // 2)])  # torn
-            markers.create_marker(markers_storage(), base, instant, part, other, io_type)
+            markers.create_marker(LOCAL, base, instant, part, other, io_type)
             strays.append(str(Path(part, other)))
 
     batch = rows(range(0, 20, 2), ts=3, v=0.25)  # updates in both partitions and new keys
@@ -267,8 +268,3 @@ def test_files_of_failed_task_attempts_are_deleted_at_commit(spark, tmp_path: Pa
     rep = validate_table(Table.open(base))
     assert rep.ok, rep.to_dict()
 
-
-def markers_storage():  # type: ignore[no-untyped-def]
-    from pyhudi.io.storage import Storage
-
-    return Storage.from_uri("/")[0]
