@@ -310,20 +310,24 @@ STAT_SCHEMA = pa.schema([("rel", pa.string()), ("file_id", pa.string()), ("size"
 DRIVER_UPDATE_MAX_KEYS = 250_000
 
 
-def write_updates(spark, status_df, storage: Storage, mdt_path: str, instant: str, n: int, parallelism: int) -> list[dict]:
+def write_updates(spark, status_df, storage: Storage, mdt_path: str, instant: str, n: int, parallelism: int,
+                  changed: int | None = None) -> list[dict]:
     """Append one log file per touched record-index file group for the commit ``instant``: new mappings for
     inserted keys, delete markers for deleted keys (a key both deleted and inserted, i.e. moved, keeps only
     its new mapping). Written by a Spark job over the WriteStatus rows, or, for a commit of at most
-    :data:`DRIVER_UPDATE_MAX_KEYS` changed keys, from the driver (the same files); returns one stat per log file."""
+    :data:`DRIVER_UPDATE_MAX_KEYS` changed keys, from the driver (the same files); returns one stat per log file.
+    ``changed``: that number when the caller counted it already (no Spark job to count it here)."""
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    counts = status_df.select(
-        F.coalesce(F.sum(F.size("inserted_keys")), F.lit(0)).alias("i"),
-        F.coalesce(F.sum(F.size("deleted_keys")), F.lit(0)).alias("d"),
-    ).first()
+    if changed is None:
+        counts = status_df.select(
+            F.coalesce(F.sum(F.size("inserted_keys")), F.lit(0)).alias("i"),
+            F.coalesce(F.sum(F.size("deleted_keys")), F.lit(0)).alias("d"),
+        ).first()
+        changed = int(counts["i"]) + int(counts["d"]) if counts is not None else None
     t_ms = parse_instant_time(instant)
-    if counts is not None and int(counts["i"]) + int(counts["d"]) <= DRIVER_UPDATE_MAX_KEYS:
+    if changed is not None and changed <= DRIVER_UPDATE_MAX_KEYS:
         lists = status_df.select("partition", "file_id", "inserted_keys", "deleted_keys").toArrow()
         return _write_updates_here(lists, storage, mdt_path, instant, t_ms, n)
 
@@ -583,7 +587,8 @@ def record_index_lookup(
 
 
 def record_index_updates(
-    storage: Storage, base_path: str, status_df: Any, spark: Any, instant: str, parallelism: int
+    storage: Storage, base_path: str, status_df: Any, spark: Any, instant: str, parallelism: int,
+    changed: int | None = None,
 ) -> Callable[[], dict[str, list[dict[str, Any]]]]:
     """The record-index part of a commit's metadata deltacommit: new mappings and delete markers from the
     WriteStatus key lists, written by Spark tasks (one log file per touched file group). Whether there is an
@@ -606,6 +611,6 @@ def record_index_updates(
             return {}
         with task_errors():
             return {RECORD_INDEX: write_updates(spark, status_df, storage, metadata_base_path(base_path), instant, n,
-                                                parallelism)}
+                                                parallelism, changed)}
 
     return run

@@ -451,7 +451,7 @@ class WriteTransaction:
                 rli = None
                 if getattr(producer, "status_df", None) is not None:
                     rli = record_index_updates(self.storage, self.base_path, producer.status_df, job.spark,
-                                               self.instant, job.parallelism)
+                                               self.instant, job.parallelism, changed=producer.index_changes)
                 self.metadata_writer.apply_commit(self.instant, metadata, extra=rli)
             # after every Spark job of the write (the record-index update may recompute write tasks)
             markers.reconcile_against_markers(self.storage, self.base_path, self.instant, metadata)

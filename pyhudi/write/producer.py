@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import posixpath
+import re
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -148,6 +149,9 @@ class WriteProducer:
         if job.merge_on_read and self.action == COMMIT:  # a merge-on-read table's writes are deltacommits
             self.action = DELTA_COMMIT
         self._persisted: list[DataFrame] = []
+        #: inserted plus deleted keys of ``status_df`` (the record index's changes), when :meth:`write` counted them
+        self.index_changes: int | None = None
+        self._planned_rows = 0  # records of the tagged input (the plan's counts)
         self._file_id_prefix: str | None = None
         self._file_id_count = 0
 
@@ -161,10 +165,9 @@ class WriteProducer:
             with job.timed("prepare"):
                 prepared = self.prepare(df)
                 looks_up = self.uses_index and bool(job.view.latest_base_files())
-                if looks_up:  # materialised here so that the tag timing measures the index lookup alone
+                if looks_up:  # an index may read the prepared records more than once: computed once
                     prepared = prepared.persist(_storage_level())
                     self._persisted.append(prepared)  # released below, or by unpersist() if the tag fails
-                    cached.count(prepared)
                 job.prepared = prepared
             with job.timed("tag"):
                 # tagged records feed both the planning counts and the write: compute them once
@@ -174,6 +177,7 @@ class WriteProducer:
                 if looks_up:
                     cached.release(prepared)  # the tagged records are cached now
             with job.timed("plan"):
+                self._planned_rows = sum(n for _, _, n in counts)
                 buckets = self.plan(counts)
                 for b in buckets:  # partitions also come from the index and the view, not only the key generator
                     check_partition_path(b.partition, f"the plan of the write to {job.base_path}", "partition")
@@ -380,23 +384,41 @@ class WriteProducer:
         upd = [(b.partition, b.file_id, b.id) for b in buckets if b.kind != INSERT]
         parts: list[DataFrame] = []
         base = tagged
-        if upd:
-            upd_df = spark.createDataFrame(upd, "__p string, __f string, __b int")
-            parts.append(
-                base.filter(F.col(LOC_FILE_ID_COL).isNotNull())
-                .join(F.broadcast(upd_df), (F.col(PARTITION_PATH_COL) == F.col("__p")) & (F.col(LOC_FILE_ID_COL) == F.col("__f")))
-                .drop("__p", "__f")
-            )
-        if self.insert_ranges:
-            rng = spark.createDataFrame(self.insert_ranges, "__p string, __lo double, __hi double, __b int")
-            h = F.pmod(F.xxhash64(F.col(RECORD_KEY_COL)), F.lit(_HASH_RANGE)) / F.lit(float(_HASH_RANGE))
-            ins = base.filter(F.col(LOC_FILE_ID_COL).isNull() & (F.col(OP_COL) == OP_UPSERT)).withColumn("__h", h)
-            parts.append(
-                ins.join(
-                    F.broadcast(rng),
-                    (F.col(PARTITION_PATH_COL) == F.col("__p")) & (F.col("__h") >= F.col("__lo")) & (F.col("__h") < F.col("__hi")),
-                ).drop("__p", "__lo", "__hi", "__h")
-            )
+        h = F.pmod(F.xxhash64(F.col(RECORD_KEY_COL)), F.lit(_HASH_RANGE)) / F.lit(float(_HASH_RANGE))
+        if _literal_assignment(upd, self.insert_ranges, self._planned_rows):
+            # few buckets: looked up in literal maps in the plan, where broadcast joins would cost a Spark job each
+            if upd:
+                parts.append(
+                    base.filter(F.col(LOC_FILE_ID_COL).isNotNull())
+                    .withColumn("__b", F.expr(_update_bucket_sql(upd)))
+                    .filter(F.col("__b").isNotNull())
+                )
+            if self.insert_ranges:
+                ins = base.filter(F.col(LOC_FILE_ID_COL).isNull() & (F.col(OP_COL) == OP_UPSERT)).withColumn("__h", h)
+                parts.append(
+                    ins.withColumn("__b", F.expr(_insert_bucket_sql(self.insert_ranges)))
+                    .filter(F.col("__b").isNotNull())
+                    .drop("__h")
+                )
+        else:
+            if upd:
+                upd_df = spark.createDataFrame(upd, "__p string, __f string, __b int")
+                parts.append(
+                    base.filter(F.col(LOC_FILE_ID_COL).isNotNull())
+                    .join(F.broadcast(upd_df),
+                          (F.col(PARTITION_PATH_COL) == F.col("__p")) & (F.col(LOC_FILE_ID_COL) == F.col("__f")))
+                    .drop("__p", "__f")
+                )
+            if self.insert_ranges:
+                rng = spark.createDataFrame(self.insert_ranges, "__p string, __lo double, __hi double, __b int")
+                ins = base.filter(F.col(LOC_FILE_ID_COL).isNull() & (F.col(OP_COL) == OP_UPSERT)).withColumn("__h", h)
+                parts.append(
+                    ins.join(
+                        F.broadcast(rng),
+                        (F.col(PARTITION_PATH_COL) == F.col("__p")) & (F.col("__h") >= F.col("__lo"))
+                        & (F.col("__h") < F.col("__hi")),
+                    ).drop("__p", "__lo", "__hi", "__h")
+                )
         assigned = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
         assigned = assigned.withColumnRenamed("__b", BUCKET_COL).drop(LOC_PARTITION_COL, LOC_FILE_ID_COL)
         ctx = WriteContext(
@@ -425,7 +447,10 @@ class WriteProducer:
         )
         self.status_df = out.persist(_storage_level())
         self._persisted.append(self.status_df)
-        rows = self.status_df.select(*STAT_COLUMNS).collect()
+        # the record index's changes (inserted plus deleted keys) counted in the same job as the stats
+        rows = self.status_df.select(*STAT_COLUMNS, F.size("inserted_keys").alias("__i"),
+                                     F.size("deleted_keys").alias("__d")).collect()
+        self.index_changes = sum(max(0, r["__i"] or 0) + max(0, r["__d"] or 0) for r in rows)
         return [WriteStat.from_row(r) for r in rows]
 
     # -- timeline content ---------------------------------------------------------------------------
@@ -468,6 +493,50 @@ class WriteProducer:
         for df in self._persisted:
             cached.release(df)
         self._persisted.clear()
+
+
+# The write assigns records to buckets with literal maps in the plan (no Spark job) when the plan has at most
+# this many entries (update buckets plus insert ranges) ...
+LITERAL_ASSIGNMENT_MAX_ENTRIES = 256
+# ... and the records times the entries stays below this (a literal map is searched linearly, per record);
+# otherwise through broadcast joins of small DataFrames (a Spark job each to collect them for the broadcast)
+LITERAL_ASSIGNMENT_MAX_WORK = 5_000_000
+_PLAIN_LITERAL = re.compile(r"[A-Za-z0-9_./:=+-]*\Z")  # written in SQL text as they are, no escaping needed
+
+
+def _literal_assignment(upd: list[tuple[str, str, int]], ranges: list[tuple[str, float, float, int]],
+                        rows: int) -> bool:
+    entries = len(upd) + len(ranges)
+    return (
+        entries <= LITERAL_ASSIGNMENT_MAX_ENTRIES
+        and rows * entries <= LITERAL_ASSIGNMENT_MAX_WORK
+        and all(_PLAIN_LITERAL.match(p) and _PLAIN_LITERAL.match(f) for p, f, _ in upd)
+        and all(_PLAIN_LITERAL.match(p) for p, *_ in ranges)
+    )
+
+
+def _update_bucket_sql(upd: list[tuple[str, str, int]]) -> str:
+    """SQL: the bucket of a record of an existing file group (partition -> file id -> bucket), null for none: as
+    the inner join of the records with the (partition, file id, bucket) rows."""
+    by_part: dict[str, list[tuple[str, int]]] = defaultdict(list)
+    for p, f, b in upd:
+        by_part[p].append((f, b))
+    entries = {p: ", ".join(f"'{f}', {b}" for f, b in fs) for p, fs in by_part.items()}
+    m = ", ".join(f"'{p}', map({e})" for p, e in entries.items())
+    return f"try_element_at(try_element_at(map({m}), `{PARTITION_PATH_COL}`), `{LOC_FILE_ID_COL}`)"
+
+
+def _insert_bucket_sql(ranges: list[tuple[str, float, float, int]]) -> str:
+    """SQL: the bucket of an insert, by its key hash ``__h`` in the ranges [lo, hi) of its partition, null for none:
+    as the inner join of the records with the (partition, lo, hi, bucket) rows (the doubles are the same:
+    ``repr`` round-trips, and Spark parses it to the nearest double as Python does)."""
+    by_part: dict[str, list[str]] = defaultdict(list)
+    for p, lo, hi, b in ranges:
+        by_part[p].append(f"named_struct('lo', CAST('{lo!r}' AS DOUBLE), 'hi', CAST('{hi!r}' AS DOUBLE), 'b', {b})")
+    arrays = {p: ", ".join(rs) for p, rs in by_part.items()}
+    m = ", ".join(f"'{p}', array({a})" for p, a in arrays.items())
+    return (f"try_element_at(filter(try_element_at(map({m}), `{PARTITION_PATH_COL}`), "
+            "x -> `__h` >= x.lo AND `__h` < x.hi), 1).b")
 
 
 def _storage_level() -> Any:
@@ -770,6 +839,7 @@ class InsertOverwriteProducer(WriteProducer):
             self._persisted.append(gone)
             written = getattr(self, "status_df", None)
             self.status_df = gone if written is None else written.unionByName(gone)
+            self.index_changes = None  # the replaced groups' keys are not counted yet
         return stats
 
     def requested_metadata(self) -> dict[str, Any] | None:
