@@ -1,7 +1,7 @@
-"""Counting a persisted DataFrame in the job that fills its cache.
+"""Counting (or collecting) a persisted DataFrame in the job that fills its cache.
 
-A write persists its prepared and its tagged records and counts them (the tagged ones per file group, for
-planning). With adaptive query execution on, Spark runs such a count as three jobs: one that fills the cache
+A write persists its tagged records and counts them per file group, for planning, and persists its WriteStatus
+rows and collects their counts. With adaptive query execution on, Spark runs such a count as three jobs: one that fills the cache
 (a table-cache query stage), one that scans it and aggregates partially, one for the final aggregate. Planned
 without adaptive execution and with one shuffle partition, the same count is two stages: the first fills the
 cache and aggregates as it goes, the second adds up a few rows. The count is planned in a child session of the
@@ -22,7 +22,7 @@ import weakref
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, Row, SparkSession
+    from pyspark.sql import Column, DataFrame, Row, SparkSession
 
 _CHILDREN: weakref.WeakKeyDictionary[SparkSession, SparkSession] = weakref.WeakKeyDictionary()
 _VIEWS: weakref.WeakKeyDictionary[DataFrame, str] = weakref.WeakKeyDictionary()  # persisted frame -> its view
@@ -43,6 +43,18 @@ def _counting_session(spark: SparkSession) -> SparkSession:
 def grouped_counts(df: DataFrame, by: list[str]) -> list[Row]:
     """``df.groupBy(*by).count().collect()`` for a persisted ``df``, filling its cache in the same pass.
     Release ``df`` with :func:`release`."""
+    return _cached_view(df).groupBy(*by).count().collect()
+
+
+def collect(df: DataFrame, cols: list[Column]) -> list[Row]:
+    """``df.select(*cols).collect()`` for a persisted ``df``, filling its cache in the same job (with adaptive
+    execution, a query of a cache not filled yet is one job to fill it and one to read it). Release ``df`` with
+    :func:`release`."""
+    return _cached_view(df).select(*cols).collect()
+
+
+def _cached_view(df: DataFrame) -> DataFrame:
+    """``df`` in the counting session, through its global temporary view (made once)."""
     spark = df.sparkSession
     child = _counting_session(spark)
     with _LOCK:
@@ -51,7 +63,7 @@ def grouped_counts(df: DataFrame, by: list[str]) -> list[Row]:
             name = f"pyhudi_cached_{uuid.uuid4().hex}"
             df.createGlobalTempView(name)
             _VIEWS[df] = name
-    return child.table(f"{_global_temp_database(spark)}.{name}").groupBy(*by).count().collect()
+    return child.table(f"{_global_temp_database(spark)}.{name}")
 
 
 def count(df: DataFrame) -> int:

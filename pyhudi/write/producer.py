@@ -165,7 +165,10 @@ class WriteProducer:
             with job.timed("prepare"):
                 prepared = self.prepare(df)
                 looks_up = self.uses_index and bool(job.view.latest_base_files())
-                if looks_up:  # an index may read the prepared records more than once: computed once
+                # an index may read the prepared records more than once: computed once (the record index reads
+                # them once, tagging them in place)
+                keep = looks_up and not self.tag_reads_once()
+                if keep:
                     prepared = prepared.persist(_storage_level())
                     self._persisted.append(prepared)  # released below, or by unpersist() if the tag fails
                 job.prepared = prepared
@@ -174,7 +177,7 @@ class WriteProducer:
                 tagged = self.tag(prepared).persist(_storage_level())
                 self._persisted.append(tagged)
                 counts = self.count(tagged)
-                if looks_up:
+                if keep:
                     cached.release(prepared)  # the tagged records are cached now
             with job.timed("plan"):
                 self._planned_rows = sum(n for _, _, n in counts)
@@ -223,6 +226,11 @@ class WriteProducer:
             prepared = prepared.drop(ROUTE_COL)
         job.routing = routing
         return prepared
+
+    def tag_reads_once(self) -> bool:
+        """The tag reads the prepared records once: the record index's lookup in place
+        (:func:`pyhudi.metadata.record_index.tag_in_place`), not its fallback without an index."""
+        return self.cfg.index_type.upper() == "RECORD_INDEX" and self.job.record_index_lookup() is not None
 
     def routing(self) -> KeyRouting | None:
         """How the index wants this write's records partitioned for its tag (None: no lookup, or no wish)."""
@@ -448,8 +456,8 @@ class WriteProducer:
         self.status_df = out.persist(_storage_level())
         self._persisted.append(self.status_df)
         # the record index's changes (inserted plus deleted keys) counted in the same job as the stats
-        rows = self.status_df.select(*STAT_COLUMNS, F.size("inserted_keys").alias("__i"),
-                                     F.size("deleted_keys").alias("__d")).collect()
+        rows = cached.collect(self.status_df, [*map(F.col, STAT_COLUMNS), F.size("inserted_keys").alias("__i"),
+                                               F.size("deleted_keys").alias("__d")])
         self.index_changes = sum(max(0, r["__i"] or 0) + max(0, r["__d"] or 0) for r in rows)
         return [WriteStat.from_row(r) for r in rows]
 
