@@ -413,10 +413,11 @@ class WriteTransaction:
             self.heartbeat.start()
             producer.job.instant = self.instant
             writer = MetadataWriter(self.storage, self.base_path, self.config())
-            reconciled = writer.reconcile(self.options, now)
+            reconciled = writer.reconcile(self.options, now, producer.job.data_schema)
             self.metadata_partitions_dropped = list(writer.dropped)
             if reconciled is not None:
                 self.metadata_writer = writer
+                producer.job.stats_columns = writer.stats_columns
                 if writer.needs_record_index(self.options):
                     build_record_index(writer, now, self.options, spark=producer.job.spark)
         requested = tl.create_requested(producer.action, self.instant, producer.requested_metadata())
@@ -452,7 +453,11 @@ class WriteTransaction:
                 if getattr(producer, "status_df", None) is not None:
                     rli = record_index_updates(self.storage, self.base_path, producer.status_df, job.spark,
                                                self.instant, job.parallelism)
-                self.metadata_writer.apply_commit(self.instant, metadata, extra=rli)
+                from pyhudi.metadata.column_stats import decode_cells
+
+                cells = [{"key": k, "value": v} for st in stats for k, v in st.column_stats]
+                self.metadata_writer.apply_commit(self.instant, metadata, extra=rli,
+                                                  column_stats=decode_cells(cells), data_timeline=now)
             # after every Spark job of the write (the record-index update may recompute write tasks)
             markers.reconcile_against_markers(self.storage, self.base_path, self.instant, metadata)
             faults.at("before_data_commit", self.fault_spec)

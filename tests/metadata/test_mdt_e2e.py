@@ -28,6 +28,7 @@ from pyhudi.table.table import Table
 from pyhudi.table.timeline import COMMIT, COMPACTION, DELTA_COMMIT, ActiveTimeline
 from tests.metadata.conftest import crash_next_metadata_compactions
 from tests.paths import TABLE_ZIPS_DIR
+from tests.support.column_stats import check_stats
 from tests.support.fixtures import unzip_table
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]  # Spark-heavy: make test runs it, make test-quick does not
@@ -299,8 +300,6 @@ def test_create_on_existing_table_then_disable(spark, tmp_path: Path) -> None:  
 
 FIXTURE = "cow_v9_txns_simple_meta.zip"
 UNMAINTAINED = (
-    "column_stats",
-    "partition_stats",
     "secondary_index_merchant_idx",
     "secondary_index_txn_date_idx",
 )
@@ -332,6 +331,10 @@ def check_fixture_after_write(
         assert not Path(base, ".hoodie", "metadata", p).exists(), p
     assert FILES in parts
     assert table.config.metadata_partitions_inflight == []
+    # column and partition statistics are kept: those of the files written, and of the partitions written to
+    # (the others keep what the Java writer left, which after its clustering bound their files)
+    touched = {s.partition for s in res.stats}
+    check_stats(base, exact_partitions=touched)
     mdt_tl = mdt_timeline(base)
     assert mdt_tl.completed().contains(res.instant) and res.instant not in mdt_before
     st, p = Storage.from_uri(base)
