@@ -149,7 +149,6 @@ def test_written_table_keeps_statistics_exact(spark, tmp_path: Path, table_type:
             got_rows = dict(zip(got.column("id").to_pylist(), got.column("ts").to_pylist(), strict=True))
             assert {k: v for k, v in got_rows.items() if lo <= v < hi} == want
         # no live statistics of a file that is gone from storage
-        st, root = Storage.from_uri(base)
         for rec in _reader(base).read_partition(COLUMN_STATS).values():
             name = rec.fields["ColumnStatsMetadata"]["fileName"]
             assert list(Path(base).rglob(name)), name
@@ -177,7 +176,7 @@ def test_written_table_keeps_statistics_exact(spark, tmp_path: Path, table_type:
     cleans = [i for i in Table.open(base).timeline().completed() if i.action == "clean"]
     assert cleans  # cleaned files' statistics were checked gone
     # a range no file holds skips every file by column statistics
-    plan, rep = plan_query({"path": base}, (Pred("ts", GE, 1000),))
+    _, rep = plan_query({"path": base}, (Pred("ts", GE, 1000),))
     assert rep.files_read == 0 and "column_stats" in rep.steps
 
 
