@@ -340,12 +340,8 @@ def ranges_from_table(table: pa.Table, columns: Sequence[str], num_rows: int | N
 
 def empty_ranges(columns: Sequence[str], schema: pa.Schema) -> list[ColumnRange]:
     """The statistics of a file that holds no records (a delete-only log file): no min/max, counts 0."""
-    out = []
-    for col in columns:
-        vt = value_type(schema.field(col).type) if col in schema.names else None
-        if vt is not None:
-            out.append(ColumnRange(col, None, None, 0, 0, 0, 0, vt[0], vt[1]))
-    return out
+    return [ColumnRange(col, None, None, 0, 0, 0, 0, NULL, None) for col in columns
+            if col in schema.names and value_type(schema.field(col).type) is not None]
 
 
 def _py(scalar: pa.Scalar, t: pa.DataType) -> Any:

@@ -69,9 +69,9 @@ def rows(ids: list[str], ts: int, v: int) -> list[dict[str, Any]]:
     return [{"id": i, "ts": ts, "dt": "2026-11-0" + str(int(i[1:]) % 2 + 1), "v": v} for i in ids]
 
 
-def hudi_rs_table(base: str) -> pa.Table:
+def hudi_rs_table(base: str, filters: list[tuple[str, str, str]] | None = None) -> pa.Table:
     t = hudi.HudiTableBuilder.from_base_uri(base).build()
-    batches = list(t.read(hudi.HudiReadOptions()))
+    batches = list(t.read(hudi.HudiReadOptions(filters=filters)))
     return pa.Table.from_batches(batches) if batches else pa.table({})
 
 
@@ -349,6 +349,10 @@ def check_fixture_after_write(
     assert sorted(got.to_pylist(), key=lambda r: r["txn_id"]) == sorted(
         want.values(), key=lambda r: r["txn_id"]
     )
+    cut = sorted(r["txn_ts"] for r in want.values())[len(want) // 2]
+    got = hudi_rs_table(base, [("txn_ts", ">=", str(cut))]).select(data.column_names).cast(data.schema)
+    assert sorted(got.to_pylist(), key=lambda r: r["txn_id"]) == sorted(
+        (r for r in want.values() if r["txn_ts"] >= cut), key=lambda r: r["txn_id"])
     assert (
         slices_of(table.view(use_metadata=True))
         == slices_of(table.view(use_metadata=False))
