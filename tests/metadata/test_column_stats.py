@@ -204,3 +204,49 @@ def test_enabling_builds_and_disabling_removes(spark, tmp_path: Path) -> None:  
     # and on again: built anew from the files
     Table.open(base).write(spark.createDataFrame(_rows(range(3, 40, 4), 180), SCHEMA), "upsert", on)
     check_stats(base)
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+@pytest.mark.parametrize("fault", ["after_write", "before_data_commit"])
+def test_failed_write_leaves_no_statistics(spark, tmp_path: Path, table_type: str, fault: str) -> None:  # type: ignore[no-untyped-def]
+    """A write that dies after its files (or after its metadata deltacommit) leaves no statistics readers use;
+    the next write rolls it back and the statistics are exact again."""
+    from pyhudi.write.producer import FAULT_OPTION
+
+    base = str(tmp_path / "t")
+    opts = {**OPTS, "hoodie.datasource.write.table.type": table_type}
+    df = spark.createDataFrame(_rows(range(0, 40), 100), SCHEMA)
+    Table.for_dataframe(base, df, opts).write(df, "bulk_insert", opts)
+    bad = spark.createDataFrame(_rows(range(0, 40, 2), 900) + _rows(range(40, 45), 900), SCHEMA)
+    with pytest.raises(Exception, match="injected fault"):
+        Table.open(base).write(bad, "upsert", {**opts, FAULT_OPTION: fault})
+    check_stats(base)  # the failed instant's deltacommit is not valid: its statistics are not read
+    _, rep = plan_query({"path": base}, (Pred("ts", GE, 900),))
+    assert rep.files_read == 0
+    Table.open(base).write(spark.createDataFrame(_rows(range(1, 40, 3), 200), SCHEMA), "upsert", opts)
+    check_stats(base)
+    assert all(v < 900 for v in _hudi_rs(base).values())
+
+
+def test_kill9_after_metadata_deltacommit_then_next_write(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A real SIGKILL of a CLI write right after its metadata deltacommit (statistics written, data instant not
+    completed): readers see the table before it, and the next write leaves exact statistics."""
+    import signal
+
+    from pyhudi.faults import ENV
+    from tests.write.robust_helpers import run_cli
+
+    base = str(tmp_path / "t")
+    df = spark.createDataFrame(_rows(range(0, 40), 100), SCHEMA)
+    Table.for_dataframe(base, df, OPTS).write(df, "bulk_insert", OPTS)
+    inp = tmp_path / "in"
+    spark.createDataFrame(_rows(range(0, 40, 2), 900), SCHEMA).coalesce(1).write.parquet(str(inp))
+    args = ["write", base, "--input", str(inp), "--operation", "upsert", "--record-key", "id", "--partition-field",
+            "region", "--ordering-field", "ts"]
+    r = run_cli(*args, **{ENV: "kill_before_data_commit"})
+    assert r.returncode == -signal.SIGKILL, (r.returncode, r.stderr[-3000:])
+    check_stats(base)
+    assert all(v < 900 for v in _hudi_rs(base).values())
+    Table.open(base).write(spark.createDataFrame(_rows(range(1, 40, 3), 200), SCHEMA), "upsert", OPTS)
+    check_stats(base)
+    assert all(v < 900 for v in _hudi_rs(base).values())
