@@ -24,6 +24,7 @@ from pyhudi.metadata.column_stats import (
 from pyhudi.metadata.partitions import COLUMN_STATS, PARTITION_STATS
 from pyhudi.metadata.reader import MetadataTableReader
 from pyhudi.metadata.records import encode_value, record_index_file_group
+from pyhudi.metadata.validate import validate_table
 from pyhudi.read.filters import GE, LT, Pred
 from pyhudi.spark.source import plan_query
 from pyhudi.table.schema import with_meta
@@ -139,6 +140,8 @@ def test_written_table_keeps_statistics_exact(spark, tmp_path: Path, table_type:
 
     def check(exact: set[str] | None = None) -> None:
         files = check_stats(base, exact_partitions=exact)
+        rep = validate_table(Table.open(base))
+        assert rep.ok and rep.column_stats is not None and rep.column_stats["files"], rep.to_dict()
         logs_seen.extend(n for fm in files.values() for n in fm if n.startswith("."))
         assert _hudi_rs(base) == model
         for lo, hi in ((0, 150), (150, 250), (300, 400)):
@@ -250,3 +253,16 @@ def test_kill9_after_metadata_deltacommit_then_next_write(spark, tmp_path: Path)
     Table.open(base).write(spark.createDataFrame(_rows(range(1, 40, 3), 200), SCHEMA), "upsert", OPTS)
     check_stats(base)
     assert all(v < 900 for v in _hudi_rs(base).values())
+
+
+def test_validate_reports_files_without_statistics(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    base = str(tmp_path / "t")
+    opts = {**OPTS, "hoodie.metadata.compact.max.delta.commits": "10"}  # the statistics stay in log files
+    df = spark.createDataFrame(_rows(range(0, 30), 100), SCHEMA)
+    Table.for_dataframe(base, df, opts).write(df, "bulk_insert", opts)
+    assert validate_table(Table.open(base)).ok
+    for p in Path(base, ".hoodie", "metadata", COLUMN_STATS).iterdir():
+        if p.name.startswith(".col-stats-0001"):
+            p.write_bytes(b"")  # the file group's statistics lost
+    rep = validate_table(Table.open(base))
+    assert not rep.ok and rep.column_stats is not None and rep.column_stats["missing"], rep.to_dict()
