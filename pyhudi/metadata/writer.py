@@ -415,18 +415,23 @@ class MetadataWriter:
         if data_timeline is None:
             data_timeline = ActiveTimeline.load(self.storage, self.base_path, self.data_config)
         view = table_view(self.storage, self.base_path, self.data_config, data_timeline)
+        completed = {i.requested_time: i.completion_time or i.requested_time for i in data_timeline.completed()}
         slices: dict[str, dict[str, list[str]]] = {}  # partition -> file id -> file names
         for part in added:
             slices[part] = {fs.file_id: [posixpath.basename(r) for r in fs.relative_paths]
                             for fs in view.latest_file_slices(part)}
-            for name in added[part]:
+            for name in sorted(added[part], key=lambda n: n.startswith(".")):  # base files first
                 parsed = filenames.parse_data_file_name(name)
                 assert parsed is not None, name
                 fid = parsed.file_id
                 if name.startswith("."):
                     slices[part].setdefault(fid, []).append(name)
-                else:  # a new base file starts the file group's new slice
-                    slices[part][fid] = [name]
+                else:
+                    # a new base file starts the file group's new slice, which keeps the logs that completed
+                    # after its instant was requested (appended while a compaction was pending)
+                    later = [n for n in slices[part].get(fid, ()) if n.startswith(".")
+                             and completed.get(filenames.LogFileName.parse(n).instant, "") > parsed.instant]
+                    slices[part][fid] = [name, *later]
         wanted = [column_stats_key(c, part, name) for part, groups in slices.items() for group in groups.values()
                   for name in group if (part, name) not in new for c in cols]
         stored = self.reader(data_timeline).lookup(COLUMN_STATS, wanted) if wanted else {}
