@@ -189,8 +189,7 @@ class MetadataWriter:
         keep_stats = self._keeps_column_stats(options)
         if keep_stats:
             maintained.add(COLUMN_STATS)
-            if cfg.partition_fields and (PARTITION_STATS in cfg.metadata_partitions
-                                         or C.bool_option(options, C.PARTITION_STATS_ENABLE)):
+            if cfg.partition_fields and C.bool_option(options, C.PARTITION_STATS_ENABLE):
                 maintained.add(PARTITION_STATS)
         stale = [p for p in cfg.metadata_partitions if p not in maintained]
         stale += [p for p in cfg.metadata_partitions_inflight if p not in maintained]

@@ -207,6 +207,12 @@ def test_enabling_builds_and_disabling_removes(spark, tmp_path: Path) -> None:  
     # and on again: built anew from the files
     Table.open(base).write(spark.createDataFrame(_rows(range(3, 40, 4), 180), SCHEMA), "upsert", on)
     check_stats(base)
+    # partition statistics off: column statistics stay
+    no_ps = {**opts, "hoodie.metadata.index.partition.stats.enable": "false"}
+    Table.open(base).write(spark.createDataFrame(_rows(range(0, 40, 6), 190), SCHEMA), "upsert", no_ps)
+    parts = Table.open(base).config.metadata_partitions
+    assert COLUMN_STATS in parts and PARTITION_STATS not in parts
+    check_stats(base, partition_stats=False)
 
 
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
