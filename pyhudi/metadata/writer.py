@@ -380,8 +380,7 @@ class MetadataWriter:
             for s in stats:
                 if s.get("path"):
                     added[part][posixpath.basename(s["path"])] = int(s.get("fileSizeInBytes") or 0)
-        if self.stats_columns is None and COLUMN_STATS in self.data_config.metadata_partitions:
-            self._stats_as_stored(data_timeline)  # a writer that did not reconcile (a table service)
+        self.kept_stats_columns(data_timeline)
         keyed = self._stats_records(added, list(column_stats), data_timeline) if self.stats_columns else {}
         self._deltacommit(instant, self._files_records(added, {}), operation="UPSERT_PREPPED", extra=extra,
                           keyed=keyed)
@@ -400,7 +399,7 @@ class MetadataWriter:
             for name in names:
                 keys = [column_stats_key(c, part, name) for c in cols]
                 recs = [by_key[k] for k in keys if k in by_key]
-                if not recs:  # a file written without statistics (a compaction's): read them from it
+                if not recs:  # a file written without statistics (by a writer that did not compute them): read it
                     rel = posixpath.join(part, name) if part else name
                     recs = [r.to_record(part, name) for r in file_ranges(
                         self.storage, posixpath.join(self.base_path, rel), self.stats_schema, cols)]
@@ -465,6 +464,13 @@ class MetadataWriter:
             keyed[COLUMN_STATS] = [t for part, names in deleted.items() for n in names
                                    for t in tombstones(part, n, cols)]
         self._deltacommit(instant, self._files_records({}, deleted), operation="UPSERT_PREPPED", keyed=keyed)
+
+    def kept_stats_columns(self, data_timeline: ActiveTimeline | None = None) -> tuple[str, ...] | None:
+        """The columns whose statistics the table keeps (None: it keeps none), for a writer of data files that
+        did not :meth:`reconcile` (a table service)."""
+        if self.stats_columns is None and COLUMN_STATS in self.data_config.metadata_partitions:
+            self._stats_as_stored(data_timeline)
+        return self.stats_columns
 
     def _stats_as_stored(self, data_timeline: ActiveTimeline | None) -> None:
         """Keep the table's ``column_stats`` (and ``partition_stats``) for the default columns of its schema."""

@@ -582,19 +582,22 @@ class WriteTransaction:
         wc_opts = {k: v for k, v in self.options.items() if k in C.BASE_FILE_OPTIONS}
         codec = str(self.options.get(C.PARQUET_COMPRESSION, C.DEFAULTS[C.PARQUET_COMPRESSION])).strip().lower()
         writer = MetadataWriter(self.storage, self.base_path, cfg)
+        stats_columns = writer.kept_stats_columns(tl) if writer.exists else None
 
-        def on_commit(instant: str, metadata: dict[str, Any]) -> None:
+        def on_commit(instant: str, metadata: dict[str, Any], cells: list[dict[str, Any]]) -> None:
+            from pyhudi.metadata.column_stats import decode_cells
+
             check_not_schema_on_read(self.storage, self.base_path, f"completing the compaction {instant}")
             if writer.exists:
                 writer.data_config = self.config()
-                writer.apply_commit(instant, metadata)
+                writer.apply_commit(instant, metadata, column_stats=decode_cells(cells))
 
         return execute_compaction(
             spark, self.storage, self.base_path, cfg, tl, t,
             parquet_options={**wc_opts, C.PARQUET_COMPRESSION: codec},
             parallelism=parallelism or max(2, spark.sparkContext.defaultParallelism),
             on_commit=on_commit, completion_time=lambda now: self.gen.next(floor=now.latest_time()),
-            fault=self.fault_spec,
+            fault=self.fault_spec, stats_columns=stats_columns,
         )
 
     def clean(self, retained: int) -> Instant | None:
