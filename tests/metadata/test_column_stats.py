@@ -178,9 +178,12 @@ def test_written_table_keeps_statistics_exact(spark, tmp_path: Path, table_type:
     assert bool(logs_seen) == (table_type == "MERGE_ON_READ")
     cleans = [i for i in Table.open(base).timeline().completed() if i.action == "clean"]
     assert cleans  # cleaned files' statistics were checked gone
-    # a range no file holds skips every file by column statistics
+    # a range no file holds skips every file by column statistics; one only region a's files hold, the others
     _, rep = plan_query({"path": base}, (Pred("ts", GE, 1000),))
     assert rep.files_read == 0 and "column_stats" in rep.steps
+    plan, rep = plan_query({"path": base}, (Pred("ts", GE, 390),))
+    assert "column_stats" in rep.steps and 0 < rep.files_read < rep.files_total
+    assert {sl.partition for sl in plan.slices} == {"a"}
 
 
 def test_enabling_builds_and_disabling_removes(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
