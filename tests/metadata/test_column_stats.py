@@ -246,7 +246,7 @@ def test_kill9_after_metadata_deltacommit_then_next_write(spark, tmp_path: Path)
     import signal
 
     from pyhudi.faults import ENV
-    from tests.write.robust_helpers import run_cli
+    from tests.support.robust import run_cli
 
     base = str(tmp_path / "t")
     df = spark.createDataFrame(_rows(range(0, 40), 100), SCHEMA)

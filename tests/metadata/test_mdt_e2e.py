@@ -26,9 +26,9 @@ from pyhudi.metadata.writer import MetadataWriter
 from pyhudi.table.filenames import parse_data_file_name
 from pyhudi.table.table import Table
 from pyhudi.table.timeline import COMMIT, COMPACTION, DELTA_COMMIT, ActiveTimeline
-from tests.metadata.conftest import crash_next_metadata_compactions
 from tests.paths import TABLE_ZIPS_DIR
 from tests.support.column_stats import check_stats
+from tests.support.faults import crash_next_metadata_compactions
 from tests.support.fixtures import unzip_table
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]  # Spark-heavy: make test runs it, make test-quick does not

@@ -24,8 +24,8 @@ from pyhudi.write.append import TORN_APPEND
 from pyhudi.write.producer import FAULT_OPTION
 from tests.support.column_stats import check_stats
 from tests.support.fixtures import unzip_table
-from tests.support.mor_tables import LOCAL
-from tests.write.robust_helpers import OPTS, SCHEMA, apply, expected, rows, table_rows, to_arrow
+from tests.support.robust import OPTS, SCHEMA, apply, expected, rows, table_rows, to_arrow
+from tests.support.storage import LOCAL
 
 hudi = pytest.importorskip("hudi")
 pytestmark = pytest.mark.spark
