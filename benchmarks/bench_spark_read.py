@@ -9,10 +9,12 @@ session, median of ``--repeat`` (3) runs each:
   the latest base files;
 - one partition of 365 (``where dt = '<day>'``, ``sum(v)``);
 - one key (``where id = '<key>'``, collected): the record index names the one file group to read;
-- a range of ``seq`` holding ~1% of the rows (four days): this table has no ``column_stats``, so every file is
-  planned and its row groups are skipped by their parquet statistics in the tasks;
+- a range of ``seq`` holding ~1% of the rows (four days): the table keeps ``column_stats``
+  (``--no-column-stats``: it does not, and every file is planned, its row groups skipped by their parquet
+  statistics in the tasks);
 
-and the files each filtered query plans to read (:func:`pyhudi.spark.source.plan_query`).
+and the files each filtered query plans to read, and how long planning it takes on the driver
+(:func:`pyhudi.spark.source.plan_query`).
 
 ``python benchmarks/bench_spark_read.py [--rows N] [--base DIR]`` prints one JSON object and stores it in
 benchmarks/results/spark_read.json (``--out``).
@@ -44,6 +46,7 @@ OPTS = {
     "hoodie.table.ordering.fields": "ts",
     "hoodie.index.type": "RECORD_INDEX",
     "hoodie.metadata.record.index.enable": "true",
+    "hoodie.metadata.index.column.stats.enable": "true",
 }
 
 
@@ -75,7 +78,9 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--base", default=None, help="reuse/create the table here")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "spark_read.json"))
+    ap.add_argument("--no-column-stats", action="store_true", help="a table without column_stats")
     a = ap.parse_args()
+    opts = {**OPTS, "hoodie.metadata.index.column.stats.enable": str(not a.no_column_stats).lower()}
 
     from pyhudi.read.filters import EQ, GE, LE, Pred
     from pyhudi.spark.session import get_spark
@@ -87,8 +92,8 @@ def main() -> None:
     load_s = None
     if not Table.exists(base):
         t0 = time.perf_counter()
-        t = Table.create(base, rows(np.arange(1)).schema, OPTS)
-        t.write(spark.createDataFrame(rows(np.arange(a.rows))), "bulk_insert", OPTS)
+        t = Table.create(base, rows(np.arange(1)).schema, opts)
+        t.write(spark.createDataFrame(rows(np.arange(a.rows))), "bulk_insert", opts)
         load_s = round(time.perf_counter() - t0, 1)
         print(f"loaded {a.rows} rows in {load_s}s", file=sys.stderr, flush=True)
     plan, _ = plan_query({"path": base})
@@ -113,20 +118,21 @@ def main() -> None:
         "range_parquet": timed(lambda: pq_df.where(f"seq between {lo} and {hi}").agg({"v": "sum"}).collect()[0][0],
                                r),
     }
-    planned = {
-        "full": plan_query({"path": base})[1].as_dict(),
-        "one_partition": plan_query({"path": base}, (Pred("dt", EQ, day),))[1].as_dict(),
-        "key": plan_query({"path": base}, (Pred("id", EQ, key),))[1].as_dict(),
-        "range": plan_query({"path": base}, (Pred("seq", GE, lo), Pred("seq", LE, hi)))[1].as_dict(),
-    }
+    queries = {"full": (), "one_partition": (Pred("dt", EQ, day),), "key": (Pred("id", EQ, key),),
+               "range": (Pred("seq", GE, lo), Pred("seq", LE, hi))}
+    planned = {name: plan_query({"path": base}, preds)[1].as_dict() for name, preds in queries.items()}
+    planning = {name: timed(lambda preds=preds: len(plan_query({"path": base}, preds)[0].slices), r)
+                for name, preds in queries.items()}
     full = res["count_hudi"]["median_s"]
     out = {
         "rows": a.rows,
         "partitions": len(DAYS),
         "files": len(files),
         "load_s": load_s,
+        "column_stats": not a.no_column_stats,
         "queries": res,
         "planned": planned,
+        "planning_on_driver": planning,
         "ratios": {
             "count_hudi_over_parquet": round(full / res["count_parquet"]["median_s"], 2),
             "sum_hudi_over_parquet": round(res["sum_hudi"]["median_s"] / res["sum_parquet"]["median_s"], 2),

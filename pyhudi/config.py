@@ -389,6 +389,32 @@ METADATA_COMPACT_MAX_DELTA_COMMITS = Option(
     "hoodie.metadata.compact.max.delta.commits", "10",
     "Compact the metadata table after this many deltacommits.", section=_MDT)
 
+COLUMN_STATS_ENABLE = Option(
+    "hoodie.metadata.index.column.stats.enable", "false",
+    "Keep the metadata table's `column_stats` partition: per data file and indexed column its min, max, null and "
+    "value counts, as Hudi 1.1 writes them; readers skip files by them. A table that has `column_stats` keeps "
+    "them whatever this option says; `false` on such a table removes them. On a partitioned table it also "
+    "keeps `partition_stats` (as Hudi 1.1 does).", section=_MDT)
+COLUMN_STATS_COLUMNS = Option(
+    "hoodie.metadata.index.column.stats.column.list", "",
+    "Comma-separated columns to index in `column_stats` (besides `_hoodie_commit_time`, "
+    "`_hoodie_partition_path` and `_hoodie_record_key`, always indexed); empty: the first "
+    "`hoodie.metadata.index.column.stats.max.columns.to.index` top-level columns of a supported type.",
+    section=_MDT)
+COLUMN_STATS_MAX_COLUMNS = Option(
+    "hoodie.metadata.index.column.stats.max.columns.to.index", "32",
+    "Most data columns `column_stats` indexes when no column list is given.", section=_MDT)
+COLUMN_STATS_FILE_GROUPS = Option(
+    "hoodie.metadata.index.column.stats.file.group.count", "2",
+    "File groups of a new `column_stats` partition.", section=_MDT)
+PARTITION_STATS_ENABLE = Option(
+    "hoodie.metadata.index.partition.stats.enable", "true",
+    "Keep `partition_stats` (per data partition and indexed column, the statistics of its latest files) "
+    "alongside `column_stats` on partitioned tables; false keeps `column_stats` alone.", section=_MDT)
+PARTITION_STATS_FILE_GROUPS = Option(
+    "hoodie.metadata.index.partition.stats.file.group.count", "1",
+    "File groups of a new `partition_stats` partition.", section=_MDT)
+
 #: ``{key: default}`` of every option with a default
 DEFAULTS: dict[str, str] = {k: o.default for k, o in OPTIONS.items() if o.default is not None}
 
@@ -409,10 +435,6 @@ NOT_HONOURED: dict[str, tuple[frozenset[str], str]] = {
         frozenset({"true"}), "pyhudi always writes Hudi's meta columns"),
     "hoodie.table.base.file.format": (
         frozenset({"parquet"}), "pyhudi writes parquet base files only"),
-    "hoodie.metadata.index.column.stats.enable": (
-        frozenset({"false"}), "the column_stats index is not maintained"),
-    "hoodie.metadata.index.partition.stats.enable": (
-        frozenset({"false"}), "the partition_stats index is not maintained"),
     "hoodie.metadata.index.secondary.enable": (
         frozenset({"false"}), "secondary indexes are not maintained"),
     "hoodie.datasource.write.drop.partition.columns": (
@@ -437,8 +459,7 @@ NOT_HONOURED: dict[str, tuple[frozenset[str], str]] = {
 
 
 WARN_ONLY = frozenset({
-    "hoodie.metadata.index.column.stats.enable",
-    "hoodie.metadata.index.partition.stats.enable",
+    "hoodie.metadata.index.secondary.enable",
 })
 
 

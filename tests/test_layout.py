@@ -114,3 +114,22 @@ def test_every_module_imports_in_a_fresh_interpreter() -> None:
     code = "import importlib, sys\nfor m in sys.argv[1:]:\n    importlib.import_module(m)\n"
     r = subprocess.run([sys.executable, "-c", code, *names], capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert r.returncode == 0, r.stderr[-3000:]
+
+
+def test_tests_import_shared_helpers_from_support_only() -> None:
+    """Tests take shared helpers from ``tests/support`` (or ``tests/paths.py``), never from another test module
+    or a conftest."""
+    allowed = ("tests.support", "tests.paths")
+    offenders = []
+    for p in sorted((ROOT / "tests").rglob("*.py")):
+        tree = ast.parse(p.read_text(), str(p))
+        for node in ast.walk(tree):
+            names = []
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names = [node.module]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            for n in names:
+                if n.split(".")[0] == "tests" and not n.startswith(allowed):
+                    offenders.append(f"{p.relative_to(ROOT)}: {n}")
+    assert not offenders, offenders

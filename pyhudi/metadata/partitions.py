@@ -12,14 +12,18 @@ from pyhudi.table.timeline import INDEXING, ActiveTimeline
 METADATA_FOLDER = "metadata"
 FILES = "files"
 RECORD_INDEX = "record_index"
+COLUMN_STATS = "column_stats"
+PARTITION_STATS = "partition_stats"
 #: partition initialisation instants: 14 zeros + a 3-digit partition offset (also "solo commits" to readers)
 INIT_PREFIX = "00000000000000"
 RLI_INIT_OFFSET = 2  # record_index initialises at 00000000000000002, as in Hudi 1.1 tables
 RLI_INIT_INSTANT = f"{INIT_PREFIX}{RLI_INIT_OFFSET:03d}"
+COLUMN_STATS_INIT_INSTANT = f"{INIT_PREFIX}001"
+PARTITION_STATS_INIT_INSTANT = f"{INIT_PREFIX}003"
 DRIVER_TOKEN = "0-0-0"  # write token of metadata files written on the driver
 FILE_GROUP_COUNT_KEY = "recordIndexFileGroupCount"  # extraMetadata of the indexing plan's partition info
 
-_FILE_GROUP_PREFIX = {FILES: "files"}
+_FILE_GROUP_PREFIX = {FILES: "files", COLUMN_STATS: "col-stats"}
 
 
 def metadata_base_path(base_path: str) -> str:
@@ -28,7 +32,8 @@ def metadata_base_path(base_path: str) -> str:
 
 
 def file_group_id(partition: str, index: int) -> str:
-    """``files-0000-0``, ``record-index-0003-0``, ...: the id of a metadata partition's file group."""
+    """``files-0000-0``, ``record-index-0003-0``, ``col-stats-0001-0``, ...: the id of a metadata partition's file
+    group."""
     prefix = _FILE_GROUP_PREFIX.get(partition, partition.replace("_", "-"))
     return f"{prefix}-{index:04d}-0"
 

@@ -27,7 +27,14 @@ from pyhudi.errors import PyHudiError
 from pyhudi.hfile import HFileReader
 from pyhudi.io.logfile import BlockType, LogBlock
 from pyhudi.io.storage import Storage
-from pyhudi.metadata.partitions import FILES, INIT_PREFIX, RECORD_INDEX, metadata_base_path
+from pyhudi.metadata.partitions import (
+    COLUMN_STATS,
+    FILES,
+    INIT_PREFIX,
+    PARTITION_STATS,
+    RECORD_INDEX,
+    metadata_base_path,
+)
 from pyhudi.metadata.records import (
     ALL_PARTITIONS_KEY,
     TYPE_FILE_LIST,
@@ -197,15 +204,15 @@ class MetadataTableReader:
     def lookup(self, partition: str, keys: Iterable[str]) -> dict[str, MetadataRecord]:
         """Records of ``keys`` in a keyed metadata partition (absent keys are left out).
 
-        For ``record_index`` each key is routed to its file group by Hudi's hash; other partitions are probed
-        in every file group.
+        For ``record_index``, ``column_stats`` and ``partition_stats`` each key is routed to its file group by
+        Hudi's hash; other partitions are probed in every file group.
         """
         wanted = set(keys)
         slices = self.file_slices(partition)
         if not slices or not wanted:
             return {}
         groups: list[tuple[FileSlice, set[str]]]
-        if partition == RECORD_INDEX:
+        if partition in (RECORD_INDEX, COLUMN_STATS, PARTITION_STATS):  # keys routed by their hash
             by_fg: dict[int, set[str]] = {}
             for k in wanted:
                 by_fg.setdefault(record_index_file_group(k, len(slices)), set()).add(k)

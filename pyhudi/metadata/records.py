@@ -19,7 +19,10 @@ Merging (``HoodieMetadataPayload.preCombine``; *new* is the later record):
   names only in new (tombstones included) are kept. Readers ignore tombstoned names.
 - type 5 (record index), 7 (secondary index): the new record replaces the old; a secondary-index record with
   ``isDeleted`` counts as absent.
-- other types: the new record replaces the old (Hudi merges column stats min/max; not needed here).
+- types 3 and 6 (column and partition statistics, ``mergeColumnStatsRecords``): a tombstone (``isDeleted``) on
+  either side, or a new record with ``isTightBound``, -> the new record; else min of mins, max of maxes, counts and
+  sizes summed. A column-statistics tombstone counts as absent.
+- other types: the new record replaces the old.
 """
 
 from __future__ import annotations
@@ -143,8 +146,13 @@ class MetadataRecord:
         """True if readers treat the record as not there (delete marker or deleted secondary-index entry)."""
         if self.deleted:
             return True
-        si = self.fields.get("SecondaryIndexMetadata")
-        return self.type == TYPE_SECONDARY_INDEX and si is not None and bool(si.get("isDeleted"))
+        if self.type == TYPE_SECONDARY_INDEX:
+            si = self.fields.get("SecondaryIndexMetadata")
+            return si is not None and bool(si.get("isDeleted"))
+        if self.type in (TYPE_COLUMN_STATS, TYPE_PARTITION_STATS):
+            cs = self.fields.get("ColumnStatsMetadata")
+            return cs is not None and bool(cs.get("isDeleted"))
+        return False
 
 
 def delete_marker(key: str) -> MetadataRecord:
@@ -321,6 +329,37 @@ def _combine_files(old: MetadataRecord, new: MetadataRecord) -> MetadataRecord:
     return MetadataRecord(new.key, new.type, fields)
 
 
+DECIMAL_TYPE_ORDINAL = 10  # ValueType.DECIMAL: BytesWrapper of the unscaled value
+
+
+def stats_sort_key(raw: Any, ordinal: int) -> Any:
+    """A column-statistics min/max (its wrapper's ``value``) as a value that orders like the column's values."""
+    if ordinal == DECIMAL_TYPE_ORDINAL and isinstance(raw, bytes):
+        return int.from_bytes(raw, "big", signed=True)
+    return raw
+
+
+def _combine_column_stats(old: MetadataRecord, new: MetadataRecord) -> MetadataRecord:
+    a, b = old.fields.get("ColumnStatsMetadata"), new.fields.get("ColumnStatsMetadata")
+    if not a or not b or a.get("isDeleted") or b.get("isDeleted") or b.get("isTightBound"):
+        return new
+    ta, tb = a.get("valueType") or {}, b.get("valueType") or {}
+    ends = {"minValue": min, "maxValue": max}
+    merged = dict(b)
+    for name, pick in ends.items():
+        vals = [(x[name], t) for x, t in ((a, ta), (b, tb)) if x.get(name)]
+        if len({(t.get("typeOrdinal"), t.get("additionalInfo")) for _, t in vals}) > 1:
+            return new  # value types differ (an evolved column): the newer statistics stand
+        if vals:
+            ordinal = int(vals[0][1].get("typeOrdinal") or 0)
+            merged[name] = pick((v for v, _ in vals), key=lambda w: stats_sort_key(w[1]["value"], ordinal))
+    for n in ("valueCount", "nullCount", "totalSize", "totalUncompressedSize"):
+        merged[n] = int(a.get(n) or 0) + int(b.get(n) or 0)
+    if not b.get("minValue") and a.get("minValue"):
+        merged["valueType"] = ta
+    return MetadataRecord(new.key, new.type, {**new.fields, "ColumnStatsMetadata": merged})
+
+
 def combine(old: MetadataRecord | None, new: MetadataRecord) -> MetadataRecord:
     """Merge ``new`` (later) onto ``old`` as HoodieMetadataPayload does."""
     if old is None or new.deleted or old.deleted:
@@ -329,6 +368,8 @@ def combine(old: MetadataRecord | None, new: MetadataRecord) -> MetadataRecord:
         raise PyHudiError(f"cannot merge metadata records of types {old.type} and {new.type} (key {new.key!r})")
     if new.type in (TYPE_PARTITION_LIST, TYPE_FILE_LIST):
         return _combine_files(old, new)
+    if new.type in (TYPE_COLUMN_STATS, TYPE_PARTITION_STATS):
+        return _combine_column_stats(old, new)
     return new
 
 

@@ -5,7 +5,9 @@ Compares the ``files`` partition (merged, valid blocks only) with the committed 
 when the table has a record index, every key of the latest file slices (base and log files merged) with the file
 group the index names for it. A record index listed in ``hoodie.table.metadata.partitions`` whose file groups
 readers do not see (no ``record_index`` partition, none of its file groups, or not all of them) is a problem:
-lookups and upserts would find nothing, or hash keys over the wrong number of file groups.
+lookups and upserts would find nothing, or hash keys over the wrong number of file groups. When the table keeps
+``column_stats``, every file of the latest file slices must have statistics, equal to what the file holds (its
+footer, or its log records), and each partition's ``partition_stats`` must admit every value of its latest files.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from pyhudi.metadata.partitions import COLUMN_STATS, PARTITION_STATS
 from pyhudi.metadata.reader import RECORD_INDEX, MetadataTableReader
 from pyhudi.metadata.record_index import RecordIndexLookup, file_group_id
 from pyhudi.table.filenames import parse_data_file_name
@@ -36,6 +39,7 @@ class ValidationReport:
     slices_differ: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     record_index: dict[str, Any] | None = None  # checked when the table has one
+    column_stats: dict[str, Any] | None = None  # checked when the table has them
 
     @property
     def record_index_ok(self) -> bool:
@@ -44,6 +48,9 @@ class ValidationReport:
 
     @property
     def ok(self) -> bool:
+        cs = self.column_stats
+        if cs is not None and (cs["missing"] or cs["wrong"] or cs["partitions_wrong"]):
+            return False
         return self.record_index_ok and not (
             self.missing or self.extra or self.size_mismatch or self.slices_differ or self.problems
         )
@@ -60,6 +67,7 @@ class ValidationReport:
             "size_mismatch": self.size_mismatch,
             "file_slices_differ": self.slices_differ,
             "problems": self.problems,
+            "column_stats": self.column_stats,
             "record_index": self.record_index,
         }
 
@@ -116,7 +124,66 @@ def validate_table(table: Table) -> ValidationReport:
         rep.record_index = _check_record_index(table, tl, reader)
         if rep.record_index.get("problem"):
             rep.problems.append(rep.record_index["problem"])
+    if COLUMN_STATS in table.config.metadata_partitions:
+        rep.column_stats = _check_column_stats(table, tl, reader)
     return rep
+
+
+def _check_column_stats(table: Table, tl: Any, reader: MetadataTableReader, limit: int = 20) -> dict[str, Any]:
+    """Statistics of every latest file versus the file; partition statistics versus their latest files."""
+    import posixpath
+
+    from pyhudi.metadata.column_stats import (
+        ColumnRange,
+        column_stats_key,
+        file_ranges,
+        indexed_columns,
+        merge_ranges,
+        partition_stats_key,
+    )
+    from pyhudi.metadata.records import stats_sort_key
+    from pyhudi.table.schema import with_meta
+
+    schema = with_meta(table.schema())
+    cols = indexed_columns(schema, max_columns=len(schema))
+    slices = table.view(tl, use_metadata=True).latest_file_slices()
+    names = [(s.partition, posixpath.basename(r), r) for s in slices for r in s.relative_paths]
+    stored = reader.lookup(COLUMN_STATS, [column_stats_key(c, p, n) for p, n, _ in names for c in cols])
+    if not stored and names:
+        indexed_none = [rel for _, _, rel in names]
+        return {"files": len(names), "missing": indexed_none[:limit], "wrong": [], "partitions_wrong": []}
+    # the indexed columns: those any file has statistics of (a writer may have indexed fewer than all)
+    indexed = {str(r.fields["ColumnStatsMetadata"]["columnName"]) for r in stored.values()}
+    missing, wrong = [], []
+    per_part: dict[str, dict[str, list[ColumnRange]]] = {}
+    for part, name, rel in names:
+        actual = {r.column: r for r in file_ranges(table.storage, posixpath.join(table.base_path, rel), schema, cols)}
+        have = {c: stored[k] for c in cols if (k := column_stats_key(c, part, name)) in stored}
+        missing += [f"{rel}: {c}" for c in cols if c in indexed and c in actual and c not in have]
+        for c, rec in have.items():
+            got = ColumnRange.from_fields(rec.fields["ColumnStatsMetadata"])
+            if got != actual.get(c):
+                wrong.append(f"{rel}: {c}")
+        for c, r in actual.items():
+            if c in indexed:
+                per_part.setdefault(part, {}).setdefault(c, []).append(r)
+    partitions_wrong = []
+    if PARTITION_STATS in table.config.metadata_partitions:
+        ps = reader.lookup(PARTITION_STATS, [partition_stats_key(c, p) for p in per_part for c in per_part[p]])
+        for part, by_col in sorted(per_part.items()):
+            for c, ranges in sorted(by_col.items()):
+                prec = ps.get(partition_stats_key(c, part))
+                inner = merge_ranges(ranges)
+                if prec is None or inner is None or inner.min is None:
+                    continue  # no statistics for the column here: readers keep the partition
+                outer = ColumnRange.from_fields(prec.fields["ColumnStatsMetadata"])
+                o = inner.ordinal
+                if (outer.min is None or outer.max is None
+                        or stats_sort_key(outer.min, o) > stats_sort_key(inner.min, o)
+                        or stats_sort_key(outer.max, o) < stats_sort_key(inner.max, o)):
+                    partitions_wrong.append(f"{part or '.'}: {c}")
+    return {"files": len(names), "missing": missing[:limit], "wrong": wrong[:limit],
+            "partitions_wrong": partitions_wrong[:limit]}
 
 
 def _visible_file_groups_problem(reader: MetadataTableReader) -> str | None:

@@ -16,31 +16,38 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+import pyarrow as pa
+
 from pyhudi import config as C
 from pyhudi import faults
 from pyhudi.config import METADATA_ENABLE, RECORD_INDEX_ENABLE
-from pyhudi.errors import ConfigError
+from pyhudi.errors import ConfigError, PyHudiError
 from pyhudi.hfile import HFileWriter
 from pyhudi.io import bloom
 from pyhudi.io.compression import CODEC_GZ
 from pyhudi.io.logfile import hfile_data_block
 from pyhudi.io.storage import Storage
 from pyhudi.metadata.partitions import (
+    COLUMN_STATS,
+    COLUMN_STATS_INIT_INSTANT,
     DRIVER_TOKEN,
     FILES,
     INIT_PREFIX,
+    PARTITION_STATS,
+    PARTITION_STATS_INIT_INSTANT,
     RECORD_INDEX,
     file_group_id,
     metadata_base_path,
     pending_indexing,
 )
-from pyhudi.metadata.reader import MetadataTableReader, has_metadata_table
+from pyhudi.metadata.reader import MetadataTableReader, has_metadata_table, table_view
 from pyhudi.metadata.records import (
     ALL_PARTITIONS_KEY,
     MetadataRecord,
     encode_cells,
     files_record,
     partition_list_record,
+    record_index_file_group,
     writer_schema_json,
 )
 from pyhudi.table import filenames
@@ -118,6 +125,11 @@ class MetadataWriter:
         self.data_config = data_config
         #: the metadata partitions :meth:`reconcile` took out of the table (indexes pyhudi does not maintain)
         self.dropped: list[str] = []
+        #: the columns ``column_stats`` indexes (None: the table keeps no column statistics), and whether
+        #: ``partition_stats`` is kept too; decided by :meth:`reconcile`
+        self.stats_columns: tuple[str, ...] | None = None
+        self.partition_stats = False
+        self.stats_schema: pa.Schema | None = None  # the table's columns with meta columns
 
     # -- state ----------------------------------------------------------------------------------------
     @property
@@ -152,12 +164,16 @@ class MetadataWriter:
             self.storage.delete(path)
 
     # -- bringing the metadata table in line with a write's options -----------------------------------------
-    def reconcile(self, options: Mapping[str, str], data_timeline: ActiveTimeline) -> TableConfig | None:
+    def reconcile(self, options: Mapping[str, str], data_timeline: ActiveTimeline,
+                  data_schema: pa.Schema | None = None) -> TableConfig | None:
         """Before a write: create the metadata table (its ``files`` partition bootstrapped from a listing, once),
         drop the partitions pyhudi does not maintain (a stale index would mislead readers), or remove the whole
         metadata table when ``hoodie.metadata.enable`` is false. Returns the data table's config afterwards, or
         None when the metadata table is off. The record index is built by the caller
-        (:func:`pyhudi.metadata.indexer.build_record_index`) when asked for and absent."""
+        (:func:`pyhudi.metadata.indexer.build_record_index`) when asked for and absent. ``column_stats`` (and on
+        partitioned tables ``partition_stats``) are kept when asked for or present, and built here from the
+        latest files when asked for and absent; ``data_schema``: the write's columns (without meta columns), else
+        the table's."""
         meta = posixpath.join(self.base_path, METAFOLDER)
         cfg = self.data_config
         if not mdt_enabled(options):
@@ -170,6 +186,11 @@ class MetadataWriter:
         keep_rli = self._keeps_record_index(options, data_timeline)  # may re-read the config
         cfg = self.data_config
         maintained = {FILES, RECORD_INDEX} if keep_rli else {FILES}
+        keep_stats = self._keeps_column_stats(options)
+        if keep_stats:
+            maintained.add(COLUMN_STATS)
+            if cfg.partition_fields and C.bool_option(options, C.PARTITION_STATS_ENABLE):
+                maintained.add(PARTITION_STATS)
         stale = [p for p in cfg.metadata_partitions if p not in maintained]
         stale += [p for p in cfg.metadata_partitions_inflight if p not in maintained]
         if stale:
@@ -185,7 +206,68 @@ class MetadataWriter:
         if not has_metadata_table(self.storage, self.base_path, self.data_config):
             self.create(data_timeline)
             self.data_config = read_table_config(self.storage, meta)
+        if keep_stats:
+            from pyhudi.metadata.column_stats import indexed_columns
+            from pyhudi.table.schema import table_schema, with_meta
+
+            if data_schema is None:
+                data_schema = table_schema(self.storage, self.base_path, self.data_config, data_timeline)
+            self.stats_schema = with_meta(data_schema)
+            self.stats_columns = indexed_columns(
+                self.stats_schema, str(C.COLUMN_STATS_COLUMNS.get(options) or ""),
+                C.int_option(options, C.COLUMN_STATS_MAX_COLUMNS))
+            self.partition_stats = PARTITION_STATS in maintained
+            self._init_stats(data_timeline, options)
         return self.data_config
+
+    def _keeps_column_stats(self, options: Mapping[str, str]) -> bool:
+        """``hoodie.metadata.index.column.stats.enable`` when given, else whether the table has them."""
+        if any(k in options for k in (C.COLUMN_STATS_ENABLE, *C.COLUMN_STATS_ENABLE.aliases)):
+            return C.bool_option(options, C.COLUMN_STATS_ENABLE)
+        return COLUMN_STATS in self.data_config.metadata_partitions
+
+    def _init_stats(self, data_timeline: ActiveTimeline, options: Mapping[str, str]) -> None:
+        """Build ``column_stats`` (and ``partition_stats``) from the latest file slices when the table lacks them,
+        each as its initialisation deltacommit, then list them in ``hoodie.table.metadata.partitions``."""
+        from pyhudi.metadata.column_stats import file_ranges, partition_records
+
+        assert self.stats_columns is not None and self.stats_schema is not None
+        have = self.data_config.metadata_partitions
+        todo = [p for p in (COLUMN_STATS, PARTITION_STATS)
+                if p not in have and (p == COLUMN_STATS or self.partition_stats)]
+        if not todo:
+            return
+        view = table_view(self.storage, self.base_path, self.data_config, data_timeline)
+        files: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
+        for fs in view.latest_file_slices():
+            for rel in fs.relative_paths:
+                name = posixpath.basename(rel)
+                ranges = file_ranges(self.storage, posixpath.join(self.base_path, rel), self.stats_schema,
+                                     self.stats_columns)
+                files[fs.partition][name] = {r.column: r for r in ranges}
+        if COLUMN_STATS in todo:
+            recs = [r.to_record(part, name) for part, fm in files.items() for name, rs in fm.items()
+                    for r in rs.values()]
+            self._init_partition(COLUMN_STATS, COLUMN_STATS_INIT_INSTANT, recs,
+                                 C.int_option(options, C.COLUMN_STATS_FILE_GROUPS, 1))
+        if PARTITION_STATS in todo:
+            recs = [r for part, fm in files.items() for r in partition_records(part, fm, self.stats_columns)]
+            self._init_partition(PARTITION_STATS, PARTITION_STATS_INIT_INSTANT, recs,
+                                 C.int_option(options, C.PARTITION_STATS_FILE_GROUPS, 1))
+
+    def _init_partition(self, partition: str, instant: str, records: list[MetadataRecord], groups: int) -> None:
+        """Initialise a keyed metadata partition of ``groups`` file groups with ``records`` as the deltacommit
+        ``instant`` (a log file per file group, empty ones too), then list it as available."""
+        existing = self.timeline().get(instant)
+        if existing is not None:  # a partition dropped earlier, or an initialisation that died
+            self.rollback(instant, completed=True)
+        self._deltacommit(instant, [], operation="UPSERT_PREPPED", keyed={partition: records},
+                          file_groups={partition: groups})
+        meta = posixpath.join(self.base_path, METAFOLDER)
+        parts = list(read_table_config(self.storage, meta).metadata_partitions)
+        if partition not in parts:
+            parts.append(partition)
+        self.data_config = update_table_config(self.storage, meta, {METADATA_PARTITIONS: ",".join(parts)})
 
     def _keeps_record_index(self, options: Mapping[str, str], data_timeline: ActiveTimeline) -> bool:
         """The record index stays: asked for, available, or being built by the async indexer.
@@ -286,25 +368,136 @@ class MetadataWriter:
         return records
 
     def apply_commit(
-        self, instant: str, commit_metadata: Mapping[str, Any], extra: ExtraWriter | None = None
+        self, instant: str, commit_metadata: Mapping[str, Any], extra: ExtraWriter | None = None,
+        column_stats: Iterable[MetadataRecord] = (), data_timeline: ActiveTimeline | None = None,
     ) -> None:
-        """Record the files a data commit wrote (and replaced) as the metadata deltacommit ``instant``."""
+        """Record the files a data commit wrote (and replaced) as the metadata deltacommit ``instant``.
+        ``column_stats``: the ``column_stats`` records of the files written (those of files without any are read
+        from the files); ``data_timeline``: the data table's timeline before the commit (for
+        ``partition_stats``)."""
         added: dict[str, dict[str, int]] = defaultdict(dict)
         for part, stats in (commit_metadata.get("partitionToWriteStats") or {}).items():
             for s in stats:
                 if s.get("path"):
                     added[part][posixpath.basename(s["path"])] = int(s.get("fileSizeInBytes") or 0)
-        self._deltacommit(instant, self._files_records(added, {}), operation="UPSERT_PREPPED", extra=extra)
+        self.kept_stats_columns(data_timeline)
+        keyed = self._stats_records(added, list(column_stats), data_timeline) if self.stats_columns else {}
+        self._deltacommit(instant, self._files_records(added, {}), operation="UPSERT_PREPPED", extra=extra,
+                          keyed=keyed)
+
+    def _stats_records(self, added: Mapping[str, Mapping[str, int]], given: list[MetadataRecord],
+                       data_timeline: ActiveTimeline | None) -> dict[str, list[MetadataRecord]]:
+        """The ``column_stats`` records of the files a commit wrote, and the ``partition_stats`` records of the
+        partitions it touched (their latest file slices before the commit, with the commit's files in place)."""
+        from pyhudi.metadata.column_stats import ColumnRange, column_stats_key, file_ranges, partition_records
+        assert self.stats_columns is not None and self.stats_schema is not None
+        cols = self.stats_columns
+        new: dict[tuple[str, str], dict[str, ColumnRange]] = defaultdict(dict)
+        by_key = {r.key: r for r in given}
+        out: list[MetadataRecord] = []
+        for part, names in added.items():
+            for name in names:
+                keys = [column_stats_key(c, part, name) for c in cols]
+                recs = [by_key[k] for k in keys if k in by_key]
+                if not recs:  # a file written without statistics (by a writer that did not compute them): read it
+                    rel = posixpath.join(part, name) if part else name
+                    recs = [r.to_record(part, name) for r in file_ranges(
+                        self.storage, posixpath.join(self.base_path, rel), self.stats_schema, cols)]
+                out.extend(recs)
+                for r in recs:
+                    cr = ColumnRange.from_fields(r.fields["ColumnStatsMetadata"])
+                    new[(part, name)][cr.column] = cr
+        keyed = {COLUMN_STATS: out}
+        if not self.partition_stats or not added:
+            return keyed
+        if data_timeline is None:
+            data_timeline = ActiveTimeline.load(self.storage, self.base_path, self.data_config)
+        view = table_view(self.storage, self.base_path, self.data_config, data_timeline)
+        completed = {i.requested_time: i.completion_time or i.requested_time for i in data_timeline.completed()}
+        slices: dict[str, dict[str, list[str]]] = {}  # partition -> file id -> file names
+        for part in added:
+            slices[part] = {fs.file_id: [posixpath.basename(r) for r in fs.relative_paths]
+                            for fs in view.latest_file_slices(part)}
+            for name in sorted(added[part], key=lambda n: n.startswith(".")):  # base files first
+                parsed = filenames.parse_data_file_name(name)
+                assert parsed is not None, name
+                fid = parsed.file_id
+                if name.startswith("."):
+                    slices[part].setdefault(fid, []).append(name)
+                else:
+                    # a new base file starts the file group's new slice, which keeps the logs that completed
+                    # after its instant was requested (appended while a compaction was pending)
+                    later = [n for n in slices[part].get(fid, ()) if n.startswith(".")
+                             and completed.get(filenames.LogFileName.parse(n).instant, "") > parsed.instant]
+                    slices[part][fid] = [name, *later]
+        wanted = [column_stats_key(c, part, name) for part, groups in slices.items() for group in groups.values()
+                  for name in group if (part, name) not in new for c in cols]
+        stored = self.reader(data_timeline).lookup(COLUMN_STATS, wanted) if wanted else {}
+        parts_out: list[MetadataRecord] = []
+        for part, groups in slices.items():
+            files: dict[str, dict[str, ColumnRange]] = {}
+            for group in groups.values():
+                for name in group:
+                    if (part, name) in new:
+                        files[name] = new[(part, name)]
+                        continue
+                    got = {}
+                    for c in cols:
+                        rec = stored.get(column_stats_key(c, part, name))
+                        if rec is not None:
+                            got[c] = ColumnRange.from_fields(rec.fields["ColumnStatsMetadata"])
+                    files[name] = got
+            parts_out.extend(partition_records(part, files, cols))
+        keyed[PARTITION_STATS] = parts_out
+        return keyed
 
     def apply_clean(self, instant: str, deleted: Mapping[str, list[str]]) -> None:
-        """Record files a data-table clean is about to delete, as the metadata deltacommit ``instant``."""
+        """Record files a data-table clean is about to delete, as the metadata deltacommit ``instant`` (with
+        ``column_stats`` tombstones when the table keeps them)."""
         if not any(deleted.values()):
             return
-        self._deltacommit(instant, self._files_records({}, deleted), operation="UPSERT_PREPPED")
+        keyed: dict[str, list[MetadataRecord]] = {}
+        if COLUMN_STATS in self.data_config.metadata_partitions:
+            from pyhudi.metadata.column_stats import tombstones
+
+            cols = self.stats_columns or self._stored_stats_columns()
+            keyed[COLUMN_STATS] = [t for part, names in deleted.items() for n in names
+                                   for t in tombstones(part, n, cols)]
+        self._deltacommit(instant, self._files_records({}, deleted), operation="UPSERT_PREPPED", keyed=keyed)
+
+    def kept_stats_columns(self, data_timeline: ActiveTimeline | None = None) -> tuple[str, ...] | None:
+        """The columns whose statistics the table keeps (None: it keeps none), for a writer of data files that
+        did not :meth:`reconcile` (a table service)."""
+        if self.stats_columns is None and COLUMN_STATS in self.data_config.metadata_partitions:
+            self._stats_as_stored(data_timeline)
+        return self.stats_columns
+
+    def _stats_as_stored(self, data_timeline: ActiveTimeline | None) -> None:
+        """Keep the table's ``column_stats`` (and ``partition_stats``) for the default columns of its schema."""
+        from pyhudi.metadata.column_stats import indexed_columns
+        from pyhudi.table.schema import table_schema, with_meta
+
+        tl = data_timeline or ActiveTimeline.load(self.storage, self.base_path, self.data_config)
+        self.stats_schema = with_meta(table_schema(self.storage, self.base_path, self.data_config, tl))
+        self.stats_columns = indexed_columns(self.stats_schema)
+        self.partition_stats = PARTITION_STATS in self.data_config.metadata_partitions
+
+    def _stored_stats_columns(self) -> tuple[str, ...]:
+        """The columns of the table's schema ``column_stats`` may hold (for tombstones of cleaned files)."""
+        from pyhudi.metadata.column_stats import indexed_columns
+        from pyhudi.table.schema import table_schema, with_meta
+
+        tl = ActiveTimeline.load(self.storage, self.base_path, self.data_config)
+        schema = with_meta(table_schema(self.storage, self.base_path, self.data_config, tl))
+        return indexed_columns(schema, max_columns=len(schema))
 
     def _deltacommit(
-        self, instant: str, records: list[MetadataRecord], operation: str, extra: ExtraWriter | None = None
+        self, instant: str, records: list[MetadataRecord], operation: str, extra: ExtraWriter | None = None,
+        keyed: Mapping[str, list[MetadataRecord]] | None = None, file_groups: Mapping[str, int] | None = None,
     ) -> None:
+        """Write ``records`` (of ``files``) and ``keyed`` (partition -> records routed to file groups by key hash,
+        as the record index routes its keys; ``file_groups``: the count of a partition being initialised, whose
+        every file group gets a log file) as the deltacommit ``instant``."""
         tl = self.timeline()
         existing = tl.get(instant)
         if existing is not None and existing.is_completed:
@@ -319,8 +512,15 @@ class MetadataWriter:
         inflight = tl.transition_to_inflight(req, _commit_metadata({}, operation))
         stats: dict[str, list[dict[str, Any]]] = defaultdict(list)
         schema = writer_schema_json()
-        for part, recs in by_partition.items():
-            fg = file_group_id(part, 0)
+        groups: dict[tuple[str, str], list[MetadataRecord]] = {
+            (part, file_group_id(part, 0)): recs for part, recs in by_partition.items()}
+        for part, recs in (keyed or {}).items():
+            n = (file_groups or {}).get(part) or self._file_group_count(part)
+            for i in range((file_groups or {}).get(part, 0)):
+                groups[(part, file_group_id(part, i))] = []
+            for r in recs:
+                groups.setdefault((part, file_group_id(part, record_index_file_group(r.key, n))), []).append(r)
+        for (part, fg), recs in groups.items():
             filenames.write_partition_metadata(self.storage, self.mdt_path, part, instant)
             name = filenames.make_log_file_name(fg, instant, 1, DRIVER_TOKEN)
             block = hfile_data_block(encode_cells(recs), instant, schema)
@@ -332,6 +532,19 @@ class MetadataWriter:
                 is_log = posixpath.basename(w["rel"]).startswith(".")
                 stats[part].append(_write_stat(part, w["file_id"], w["rel"], w["size"], w["n"], is_log, instant))
         tl.complete(inflight, _commit_metadata(stats, operation), self._completion_time(tl, instant))
+
+    def _file_group_count(self, partition: str) -> int:
+        """The file groups of a metadata partition (``<prefix>-NNNN-0`` names listed in its folder)."""
+        folder = posixpath.join(self.mdt_path, partition)
+        prefix = file_group_id(partition, 0)[:-len("0000-0")]
+        ids = set()
+        for e in self.storage.list(folder):
+            name = e.name.lstrip(".")
+            if name.startswith(prefix):
+                ids.add(name[: len(prefix) + len("0000-0")])
+        if not ids:
+            raise PyHudiError(f"{folder}: the metadata partition {partition} has no file groups")
+        return len(ids)
 
     def _completion_time(self, tl: ActiveTimeline, instant: str) -> str:
         """A completion time after ``instant`` and every real (non-initialisation) time on the timeline."""

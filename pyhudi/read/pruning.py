@@ -225,9 +225,11 @@ def _wrapped(v: Any, t: pa.DataType | None = None, value_type: Any = None) -> tu
 
 
 def column_stats(table: TableLike, timeline: ActiveTimeline, columns: Sequence[str],
-                 schema: pa.Schema | None = None) -> dict[str, dict[str, Stats]]:
+                 schema: pa.Schema | None = None,
+                 files: Sequence[tuple[str, str]] | None = None) -> dict[str, dict[str, Stats]]:
     """file name -> column -> statistics, from the metadata table's ``column_stats`` partition (empty when the
-    table has none)."""
+    table has none); ``files``: only those (partition, file name), looked up by key."""
+    from pyhudi.metadata.column_stats import column_stats_key
     from pyhudi.metadata.reader import MetadataTableReader, has_metadata_table
 
     cfg = table.config
@@ -237,8 +239,13 @@ def column_stats(table: TableLike, timeline: ActiveTimeline, columns: Sequence[s
     if COLUMN_STATS not in reader.partitions():
         return {}
     wanted = set(columns)
+    if files is None:
+        records = reader.read_partition(COLUMN_STATS).values()
+    else:
+        keys = [column_stats_key(c, part, name) for part, name in files for c in columns]
+        records = reader.lookup(COLUMN_STATS, keys).values()
     out: dict[str, dict[str, Stats]] = {}
-    for rec in reader.read_partition(COLUMN_STATS).values():
+    for rec in records:
         cs = rec.fields.get("ColumnStatsMetadata")
         if not cs or cs.get("isDeleted") or cs.get("columnName") not in wanted:
             continue
@@ -256,7 +263,9 @@ def prune_by_stats(table: TableLike, timeline: ActiveTimeline, slices: Sequence[
     cols = sorted({p.column for p in preds})
     if not cols or not slices:
         return list(slices)
-    stats = column_stats(table, timeline, cols, schema)
+    files = [(sl.partition, n.rsplit("/", 1)[-1]) for sl in slices
+             for n in ((sl.base_file,) if sl.base_file else ()) + sl.log_files]
+    stats = column_stats(table, timeline, cols, schema, files)
     if not stats:
         return list(slices)
     keep = []

@@ -51,7 +51,11 @@ if TYPE_CHECKING:
 
 COMPACTION_PLAN_VERSION = 2
 _MB = 1024.0 * 1024.0
-STAT_SCHEMA = pa.schema([("stat", pa.string())])
+STAT_SCHEMA = pa.schema([
+    ("stat", pa.string()),
+    # the new base file's column_stats cells (pyhudi.metadata.column_stats), when the table keeps them
+    ("column_stats", pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))),
+])
 
 
 def deltacommits_since_compaction(timeline: ActiveTimeline) -> int:
@@ -103,7 +107,8 @@ def schedule_compaction(timeline: ActiveTimeline, view: FileSystemView, instant:
     return inst
 
 
-def _compact_task(spec: ReadSpec, instant: str, parquet_options: dict[str, str], fault: str | None):
+def _compact_task(spec: ReadSpec, instant: str, parquet_options: dict[str, str], fault: str | None,
+                  stats_columns: tuple[str, ...] | None = None):
     """mapInArrow: one row per compaction operation (JSON) -> one row per new base file (its write stat, JSON)."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -151,7 +156,15 @@ def _compact_task(spec: ReadSpec, instant: str, parquet_options: dict[str, str],
                 stat.update({"totalLogFilesCompacted": len(logs), "totalLogSizeCompacted": log_size,
                              "totalUpdatedRecordsCompacted": from_logs})
                 faults.at("after_write", fault or "")
-                yield pa.RecordBatch.from_pylist([{"stat": json.dumps(stat)}], schema=STAT_SCHEMA)
+                cells = None
+                if stats_columns:
+                    from pyhudi.metadata.column_stats import encode_ranges, ranges_from_parquet
+
+                    assert written.schema is not None
+                    cells = encode_ranges(part, name, ranges_from_parquet(written.parquet_metadata, written.schema,
+                                                                          stats_columns))
+                yield pa.RecordBatch.from_pylist([{"stat": json.dumps(stat), "column_stats": cells}],
+                                                 schema=STAT_SCHEMA)
 
     return run
 
@@ -169,10 +182,12 @@ def execute_compaction(
     on_commit: Any = None,
     completion_time: Any = None,
     fault: str | None = None,
+    stats_columns: tuple[str, ...] | None = None,
 ) -> Instant:
     """Run the requested compaction ``instant`` and complete it (see the module docstring). ``config``: the data
-    table's properties; ``on_commit(instant, metadata)`` applies the metadata table's deltacommit before the
-    instant completes; ``completion_time(timeline)`` gives its completion time."""
+    table's properties; ``on_commit(instant, metadata, column_stats)`` applies the metadata table's deltacommit
+    before the instant completes (``column_stats``: the cells of the new base files' statistics of
+    ``stats_columns``, computed in the tasks); ``completion_time(timeline)`` gives its completion time."""
     from pyspark.sql.pandas.types import from_arrow_schema
 
     from pyhudi.read import plan as read_plan
@@ -192,16 +207,19 @@ def execute_compaction(
     if rows:
         df = spark.createDataFrame(rows, "op string").repartition(max(1, min(len(rows), parallelism)))
         with task_errors():
-            out = df.mapInArrow(_compact_task(spec, instant, parquet_options, fault),
+            out = df.mapInArrow(_compact_task(spec, instant, parquet_options, fault, stats_columns),
                                 from_arrow_schema(STAT_SCHEMA)).collect()
         stats = [json.loads(r[0]) for r in out]
+        cells = [c.asDict() for r in out for c in (r[1] or ())]
+    else:
+        cells = []
     by_part: dict[str, list[dict[str, Any]]] = {}
     for s in sorted(stats, key=lambda s: (s["partitionPath"], s["fileId"])):
         by_part.setdefault(s["partitionPath"], []).append(s)
     metadata = commit_metadata(by_part, "COMPACT", schema=avro_schema_json(table.schema(), config.table_name),
                                compacted=True)
     if on_commit is not None:
-        on_commit(instant, metadata)
+        on_commit(instant, metadata, cells)
     markers.reconcile_against_markers(storage, base_path, instant, metadata)
     faults.at("compaction.before_complete", fault)
     now = timeline.reload()

@@ -105,6 +105,9 @@ class BaseFileWriteResult:
     min_record_key: str | None
     max_record_key: str | None
     num_row_groups: int
+    #: the footer written (``pyarrow.parquet.FileMetaData``) and the schema of the columns written
+    parquet_metadata: Any = None
+    schema: pa.Schema | None = None
 
 
 @dataclass(frozen=True)
@@ -377,6 +380,7 @@ def write_base_file(
         ):
             writer.write_table(table, row_group_size=rows_per_group)
             writer.add_key_value_metadata(md)
+        footer = writer.writer.metadata
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
         raise InvalidInputError(f"cannot write {path}: {e}") from None
     except OSError as e:
@@ -385,7 +389,7 @@ def write_base_file(
     mm_min = md.get(bloom_mod.PARQUET_MIN_RECORD_KEY)
     mm_max = md.get(bloom_mod.PARQUET_MAX_RECORD_KEY)
     n_groups = max(1, -(-table.num_rows // rows_per_group)) if table.num_rows else 0
-    return BaseFileWriteResult(path, name, table.num_rows, size, mm_min, mm_max, n_groups)
+    return BaseFileWriteResult(path, name, table.num_rows, size, mm_min, mm_max, n_groups, footer, table.schema)
 
 
 # -- reading ------------------------------------------------------------------------------------------------

@@ -413,10 +413,11 @@ class WriteTransaction:
             self.heartbeat.start()
             producer.job.instant = self.instant
             writer = MetadataWriter(self.storage, self.base_path, self.config())
-            reconciled = writer.reconcile(self.options, now)
+            reconciled = writer.reconcile(self.options, now, producer.job.data_schema)
             self.metadata_partitions_dropped = list(writer.dropped)
             if reconciled is not None:
                 self.metadata_writer = writer
+                producer.job.stats_columns = writer.stats_columns
                 if writer.needs_record_index(self.options):
                     build_record_index(writer, now, self.options, spark=producer.job.spark)
         requested = tl.create_requested(producer.action, self.instant, producer.requested_metadata())
@@ -452,7 +453,11 @@ class WriteTransaction:
                 if getattr(producer, "status_df", None) is not None:
                     rli = record_index_updates(self.storage, self.base_path, producer.status_df, job.spark,
                                                self.instant, job.parallelism, changed=producer.index_changes)
-                self.metadata_writer.apply_commit(self.instant, metadata, extra=rli)
+                from pyhudi.metadata.column_stats import decode_cells
+
+                cells = [{"key": k, "value": v} for st in stats for k, v in st.column_stats]
+                self.metadata_writer.apply_commit(self.instant, metadata, extra=rli,
+                                                  column_stats=decode_cells(cells), data_timeline=now)
             # after every Spark job of the write (the record-index update may recompute write tasks)
             markers.reconcile_against_markers(self.storage, self.base_path, self.instant, metadata)
             faults.at("before_data_commit", self.fault_spec)
@@ -577,19 +582,22 @@ class WriteTransaction:
         wc_opts = {k: v for k, v in self.options.items() if k in C.BASE_FILE_OPTIONS}
         codec = str(self.options.get(C.PARQUET_COMPRESSION, C.DEFAULTS[C.PARQUET_COMPRESSION])).strip().lower()
         writer = MetadataWriter(self.storage, self.base_path, cfg)
+        stats_columns = writer.kept_stats_columns(tl) if writer.exists else None
 
-        def on_commit(instant: str, metadata: dict[str, Any]) -> None:
+        def on_commit(instant: str, metadata: dict[str, Any], cells: list[dict[str, Any]]) -> None:
+            from pyhudi.metadata.column_stats import decode_cells
+
             check_not_schema_on_read(self.storage, self.base_path, f"completing the compaction {instant}")
             if writer.exists:
                 writer.data_config = self.config()
-                writer.apply_commit(instant, metadata)
+                writer.apply_commit(instant, metadata, column_stats=decode_cells(cells))
 
         return execute_compaction(
             spark, self.storage, self.base_path, cfg, tl, t,
             parquet_options={**wc_opts, C.PARQUET_COMPRESSION: codec},
             parallelism=parallelism or max(2, spark.sparkContext.defaultParallelism),
             on_commit=on_commit, completion_time=lambda now: self.gen.next(floor=now.latest_time()),
-            fault=self.fault_spec,
+            fault=self.fault_spec, stats_columns=stats_columns,
         )
 
     def clean(self, retained: int) -> Instant | None:

@@ -46,6 +46,7 @@ from pyhudi.spark.task import task_ids
 from pyhudi.table import filenames, markers
 from pyhudi.table.base_file import with_meta_columns
 from pyhudi.table.schema import META_COLUMNS, arrow_to_avro, record_name, without_meta
+from pyhudi.table.schema import with_meta as meta_schema
 from pyhudi.write.status import status_row
 
 APPEND = "append"
@@ -110,6 +111,13 @@ def append_bucket(
     name = _write_new_log_file(ctx, bucket, token, blob)
     faults.at("after_write", ctx.fault or "")
     rel = posixpath.join(bucket.partition, name) if bucket.partition else name
+    cells = None
+    if ctx.stats_columns:
+        from pyhudi.metadata.column_stats import empty_ranges, encode_ranges, ranges_from_table
+
+        ranges = (ranges_from_table(with_meta, ctx.stats_columns) if with_meta is not None
+                  else empty_ranges(ctx.stats_columns, meta_schema(ctx.data_schema)))
+        cells = encode_ranges(bucket.partition, name, ranges)
     return status_row(
         partition=bucket.partition,
         file_id=bucket.file_id,
@@ -127,6 +135,7 @@ def append_bucket(
         inserted_keys=[],
         updated_keys=update_keys.to_pylist(),
         deleted_keys=deleted_keys.to_pylist(),
+        column_stats=cells,
     )
 
 

@@ -40,6 +40,7 @@ class WriteJob:
     progress: Progress | None = None
     prepared: DataFrame | None = None
     routing: KeyRouting | None = None  # how the prepared records were partitioned for the index's tag
+    stats_columns: tuple[str, ...] | None = None  # the table keeps column_stats of these columns (set at start)
     _partitions: list[str] | None = None
     _record_index: tuple[RecordIndexLookup | None] | None = None
 

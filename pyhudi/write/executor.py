@@ -73,6 +73,7 @@ class WriteContext:
     sort_by_key: bool = False
     fault: str | None = None  # the write's fault spec (pyhudi.faults), acted on in the task
     log_schema: str | None = None  # merge-on-read: the SCHEMA header of the log blocks (pyhudi.write.append)
+    stats_columns: tuple[str, ...] | None = None  # the table keeps column_stats of these columns
 
 
 def write_bucket(ctx: WriteContext, incoming: pa.Table) -> pa.Table:
@@ -123,6 +124,13 @@ def write_bucket(ctx: WriteContext, incoming: pa.Table) -> pa.Table:
         options=ctx.parquet_options,
     )
     faults.at("after_write", ctx.fault or "")
+    cells = None
+    if ctx.stats_columns:
+        from pyhudi.metadata.column_stats import encode_ranges, ranges_from_parquet
+
+        assert written.schema is not None
+        cells = encode_ranges(bucket.partition, file_name,
+                              ranges_from_parquet(written.parquet_metadata, written.schema, ctx.stats_columns))
     return status_row(
         partition=bucket.partition,
         file_id=bucket.file_id,
@@ -140,6 +148,7 @@ def write_bucket(ctx: WriteContext, incoming: pa.Table) -> pa.Table:
         inserted_keys=inserted.to_pylist(),
         updated_keys=updated.to_pylist(),
         deleted_keys=deleted.to_pylist(),
+        column_stats=cells,
     )
 
 

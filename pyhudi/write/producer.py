@@ -444,6 +444,7 @@ class WriteProducer:
             sort_by_key=self.sort_by_key,
             fault=faults.spec(self.cfg.options),
             log_schema=log_schema_json(job.data_schema, job.table_name) if job.merge_on_read else None,
+            stats_columns=job.stats_columns,
         )
 
         def run(t: pa.Table) -> pa.Table:

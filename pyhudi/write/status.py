@@ -35,6 +35,8 @@ WRITE_STATUS_SCHEMA = pa.schema(
         ("inserted_keys", pa.list_(pa.string())),
         ("updated_keys", pa.list_(pa.string())),
         ("deleted_keys", pa.list_(pa.string())),
+        # the file's column_stats cells (pyhudi.metadata.column_stats), when the table keeps them
+        ("column_stats", pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))),
     ]
 )
 STAT_COLUMNS = [f.name for f in WRITE_STATUS_SCHEMA if f.name not in KEY_LISTS]
@@ -57,11 +59,17 @@ class WriteStat:
     min_key: str | None
     max_key: str | None
     runtime_ms: int
+    column_stats: tuple[tuple[str, bytes], ...] = ()  # (key, value) cells of the file's column_stats records
 
     @staticmethod
     def from_row(row: Any) -> WriteStat:
         d = row.asDict() if hasattr(row, "asDict") else dict(row)
-        return WriteStat(**{k: d[k] for k in STAT_COLUMNS})
+        values = {k: d[k] for k in STAT_COLUMNS}
+        cells = []
+        for c in values.pop("column_stats") or ():
+            c = c.asDict() if hasattr(c, "asDict") else c
+            cells.append((str(c["key"]), bytes(c["value"])))
+        return WriteStat(**values, column_stats=tuple(cells))
 
     def to_hudi(self) -> dict[str, Any]:
         """This stat as a ``HoodieWriteStat`` record of the commit metadata (a log file's, table version 8+: the
@@ -87,5 +95,6 @@ class WriteStat:
 
 
 def status_row(**values: Any) -> pa.Table:
-    """One WriteStatus as a one-row Arrow table."""
+    """One WriteStatus as a one-row Arrow table (``column_stats`` may be left out)."""
+    values.setdefault("column_stats", None)
     return pa.Table.from_pylist([values], schema=WRITE_STATUS_SCHEMA)

@@ -17,8 +17,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from tests.support.robust import CLI_KEYS, PYHUDI, apply, cli_env, expected, rows, table_rows, to_arrow
 from tests.support.s3 import S3Server
-from tests.write.robust_helpers import CLI_KEYS, PYHUDI, apply, cli_env, expected, rows, table_rows, to_arrow
 
 pytest.importorskip("moto")
 pytest.importorskip("hudi")

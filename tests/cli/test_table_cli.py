@@ -19,7 +19,7 @@ import pytest
 from pyhudi.faults import ENV as FAULT_ENV
 from pyhudi.faults import RELEASE_ENV
 from pyhudi.table.table import Table
-from tests.write.robust_helpers import (
+from tests.support.robust import (
     CLI_KEYS,
     PYHUDI,
     apply,

@@ -491,8 +491,8 @@ def test_global_bloom_moves_a_key_in_java_fixture(spark, tmp_path: Path) -> None
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["simple_nested", "complex_hive_2parts", "non_partitioned", "global_move", "global_stay"])
 def test_random_workload_with_bloom_index(spark, tmp_path: Path, name: str) -> None:  # type: ignore[no-untyped-def]
-    from tests.write.model import Model
-    from tests.write.test_flows import CONFIGS, Workload, arrow_schema, assert_rows, hudi_rs_read, rows_of
+    from tests.support.model import Model
+    from tests.support.workload import CONFIGS, Workload, arrow_schema, assert_rows, hudi_rs_read, rows_of
 
     class MixedKeysWorkload(Workload):
         """New keys of even steps in insertion order (``k%05d``: files with narrow key ranges), of odd steps

@@ -88,7 +88,7 @@ def test_table_created_from_an_s3_uri_is_named_after_its_folder(s3_server: S3Ser
     import pyarrow as pa
 
     from pyhudi.table.table import Table
-    from tests.write.robust_helpers import OPTS
+    from tests.support.robust import OPTS
 
     uri = s3_server.uri(f"named-{uuid.uuid4().hex[:6]}/orders")
     t = Table.create(uri, pa.schema([("id", pa.string()), ("p", pa.string()), ("ts", pa.int64())]), OPTS)

@@ -21,8 +21,9 @@ from pyhudi.metadata.writer import MetadataWriter
 from pyhudi.table import fsview as fsview_mod
 from pyhudi.table.table import Table
 from pyhudi.table.timeline import COMMIT, ActiveTimeline
+from tests.support.fabricate import AVRO_SCHEMA, Clock, commit, make_table
+from tests.support.storage import LOCAL
 from tests.support.tree import snapshot
-from tests.table._fabricate import AVRO_SCHEMA, LOCAL, Clock, commit, make_table
 
 
 class MdtLayout:

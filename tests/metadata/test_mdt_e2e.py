@@ -26,8 +26,9 @@ from pyhudi.metadata.writer import MetadataWriter
 from pyhudi.table.filenames import parse_data_file_name
 from pyhudi.table.table import Table
 from pyhudi.table.timeline import COMMIT, COMPACTION, DELTA_COMMIT, ActiveTimeline
-from tests.metadata.conftest import crash_next_metadata_compactions
 from tests.paths import TABLE_ZIPS_DIR
+from tests.support.column_stats import check_stats
+from tests.support.faults import crash_next_metadata_compactions
 from tests.support.fixtures import unzip_table
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]  # Spark-heavy: make test runs it, make test-quick does not
@@ -68,9 +69,9 @@ def rows(ids: list[str], ts: int, v: int) -> list[dict[str, Any]]:
     return [{"id": i, "ts": ts, "dt": "2026-11-0" + str(int(i[1:]) % 2 + 1), "v": v} for i in ids]
 
 
-def hudi_rs_table(base: str) -> pa.Table:
+def hudi_rs_table(base: str, filters: list[tuple[str, str, str]] | None = None) -> pa.Table:
     t = hudi.HudiTableBuilder.from_base_uri(base).build()
-    batches = list(t.read(hudi.HudiReadOptions()))
+    batches = list(t.read(hudi.HudiReadOptions(filters=filters)))
     return pa.Table.from_batches(batches) if batches else pa.table({})
 
 
@@ -299,8 +300,6 @@ def test_create_on_existing_table_then_disable(spark, tmp_path: Path) -> None:  
 
 FIXTURE = "cow_v9_txns_simple_meta.zip"
 UNMAINTAINED = (
-    "column_stats",
-    "partition_stats",
     "secondary_index_merchant_idx",
     "secondary_index_txn_date_idx",
 )
@@ -332,6 +331,10 @@ def check_fixture_after_write(
         assert not Path(base, ".hoodie", "metadata", p).exists(), p
     assert FILES in parts
     assert table.config.metadata_partitions_inflight == []
+    # column and partition statistics are kept: those of the files written, and of the partitions written to
+    # (the others keep what the Java writer left, which after its clustering bound their files)
+    touched = {s.partition for s in res.stats}
+    check_stats(base, exact_partitions=touched)
     mdt_tl = mdt_timeline(base)
     assert mdt_tl.completed().contains(res.instant) and res.instant not in mdt_before
     st, p = Storage.from_uri(base)
@@ -346,6 +349,10 @@ def check_fixture_after_write(
     assert sorted(got.to_pylist(), key=lambda r: r["txn_id"]) == sorted(
         want.values(), key=lambda r: r["txn_id"]
     )
+    cut = sorted(r["txn_ts"] for r in want.values())[len(want) // 2]
+    got = hudi_rs_table(base, [("txn_ts", ">=", str(cut))]).select(data.column_names).cast(data.schema)
+    assert sorted(got.to_pylist(), key=lambda r: r["txn_id"]) == sorted(
+        (r for r in want.values() if r["txn_ts"] >= cut), key=lambda r: r["txn_id"])
     assert (
         slices_of(table.view(use_metadata=True))
         == slices_of(table.view(use_metadata=False))

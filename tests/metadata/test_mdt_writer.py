@@ -20,8 +20,9 @@ from pyhudi.services.rollback import rollback_failed_writes
 from pyhudi.table.filenames import parse_data_file_name
 from pyhudi.table.table import Table
 from pyhudi.table.timeline import COMMIT, COMPACTION, DELTA_COMMIT, ActiveTimeline, InstantTimeGenerator
-from tests.metadata.conftest import crash_next_metadata_compactions
-from tests.table._fabricate import AVRO_SCHEMA, LOCAL, make_table, write_base_file, write_partition_meta
+from tests.support.fabricate import AVRO_SCHEMA, make_table, write_base_file, write_partition_meta
+from tests.support.faults import crash_next_metadata_compactions
+from tests.support.storage import LOCAL
 
 hudi = pytest.importorskip("hudi")
 

@@ -14,7 +14,7 @@ import pytest
 from pyhudi.metadata import record_index
 from pyhudi.metadata.validate import validate_table
 from pyhudi.table.table import Table
-from tests.write.robust_helpers import OPTS, hudi_rs_read, rows, to_arrow
+from tests.support.robust import OPTS, hudi_rs_read, rows, to_arrow
 
 pytestmark = pytest.mark.spark
 

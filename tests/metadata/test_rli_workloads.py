@@ -9,7 +9,7 @@ the commit (``before_commit``), between the metadata deltacommit and the data co
 inside the metadata compaction after its base files are written; the same batch is then retried (for a compaction
 crash the data commit had completed: the next write cleans the compaction up).
 
-After every step and every crash, against :class:`tests.write.model.Model`:
+After every step and every crash, against :class:`tests.support.model.Model`:
 
 - ``pyhudi validate`` is ok: files partition and record index (no missing, extra or wrong mapping);
 - hudi-rs reads exactly the model's rows;
@@ -35,8 +35,8 @@ from pyhudi.metadata.writer import MetadataWriter
 from pyhudi.table.table import Table
 from pyhudi.table.timeline import COMMIT, COMPACTION, ActiveTimeline
 from pyhudi.write.producer import FAULT_OPTION
-from tests.metadata.conftest import crash_next_metadata_compactions
-from tests.write.model import Model, Rejected, Spec, table_rows
+from tests.support.faults import crash_next_metadata_compactions
+from tests.support.model import Model, Rejected, Spec, table_rows
 
 hudi = pytest.importorskip("hudi")
 

@@ -21,7 +21,8 @@ from pyhudi import Table
 from pyhudi.errors import PyHudiError
 from pyhudi.io.logfile import OrderingType
 from pyhudi.read.merge import MergeError
-from tests.support.mor_tables import LOCAL, MorTable, data, deletes, parquet, rollback, torn
+from tests.support.mor_tables import MorTable, data, deletes, parquet, rollback, torn
+from tests.support.storage import LOCAL
 
 FG = "11111111-1111-1111-1111-111111111111-0"
 FG2 = "22222222-2222-2222-2222-222222222222-0"

@@ -21,7 +21,7 @@ from pyhudi.table.capabilities import MOR_OPERATIONS
 from pyhudi.table.properties import meta_path, read_table_config, update_table_config
 from tests.paths import TABLE_ZIPS_DIR
 from tests.support.fixtures import unzip_table
-from tests.support.mor_tables import LOCAL
+from tests.support.storage import LOCAL
 
 MOR = sorted(p.name for p in TABLE_ZIPS_DIR.glob("mor_*.zip"))
 MOR_REFUSAL = r"is a MERGE_ON_READ table; pyhudi does not write merge-on-read tables yet"

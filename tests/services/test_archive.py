@@ -45,8 +45,8 @@ from pyhudi.table.timeline import (
     Instant,
     State,
 )
-from tests.services._tables import FabTable, hudi_rs_rows, incremental_rows, pyhudi_rows
-from tests.table._fabricate import LOCAL, Clock, make_table
+from tests.support.service_tables import Fab, FabTable, hudi_rs_rows, incremental_rows, pyhudi_rows
+from tests.support.storage import LOCAL
 
 hudi = pytest.importorskip("hudi")
 
@@ -58,61 +58,6 @@ class Crash(Exception):
 
 
 # -- fabricated timelines ---------------------------------------------------------------------------------------
-def _clean_plan(ectr: str, extra: dict[str, str] | None = None) -> dict[str, Any]:
-    return {
-        "earliestInstantToRetain": {"timestamp": ectr, "action": COMMIT, "state": "COMPLETED"},
-        "lastCompletedCommitTimestamp": "",
-        "policy": "KEEP_LATEST_COMMITS",
-        "filesToBeDeletedPerPartition": {},
-        "version": 2,
-        "filePathsToBeDeletedPerPartition": {},
-        "partitionsToBeDeleted": [],
-        "extraMetadata": extra or {},
-    }
-
-
-def _clean_metadata(t: str, ectr: str) -> dict[str, Any]:
-    return {
-        "startCleanTime": t, "timeTakenInMillis": 1, "totalFilesDeleted": 0, "earliestCommitToRetain": ectr,
-        "lastCompletedCommitTimestamp": "", "partitionMetadata": {}, "version": 2, "bootstrapPartitionMetadata": {},
-        "extraMetadata": {},
-    }
-
-
-class Fab:
-    """Instants on a real (empty) table's timeline, contents only where planning reads them."""
-
-    def __init__(self, tmp_path: Path, name: str = "t") -> None:
-        self.base = make_table(tmp_path / name)
-        self.clock = Clock()
-
-    @property
-    def tl(self) -> ActiveTimeline:
-        return ActiveTimeline.load(LOCAL, self.base)
-
-    def done(self, action: str = COMMIT, n: int = 1) -> list[str]:
-        out = []
-        for _ in range(n):
-            tl, t = self.tl, self.clock()
-            req = tl.create_requested(action, t, b"")
-            tl.complete(tl.transition_to_inflight(req, b""), b"", self.clock())
-            out.append(t)
-        return out
-
-    def pending(self, action: str, inflight: bool = True) -> str:
-        tl, t = self.tl, self.clock()
-        req = tl.create_requested(action, t, b"")
-        if inflight:
-            tl.transition_to_inflight(req, b"")
-        return t
-
-    def clean(self, ectr: str, extra: dict[str, str] | None = None) -> str:
-        tl, t = self.tl, self.clock()
-        req = tl.create_requested(CLEAN, t, _clean_plan(ectr, extra))
-        tl.complete(tl.transition_to_inflight(req, None), _clean_metadata(t, ectr), self.clock())
-        return t
-
-
 def _plan(fab: Fab, lo: int = 4, hi: int = 6, **kw: Any) -> tuple[list[str], list[str]]:
     p = plan_archival(fab.tl, ArchiveLimits(lo, hi), **kw)
     return [i.requested_time for i in p.commits], [i.requested_time for i in p.others]

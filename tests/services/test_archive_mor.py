@@ -22,8 +22,9 @@ from pyhudi.table.table import Table
 from pyhudi.table.timeline import COMMIT, COMPACTION, DELTA_COMMIT, ActiveTimeline, InstantTimeGenerator
 from pyhudi.write.append import TORN_APPEND
 from pyhudi.write.producer import FAULT_OPTION
-from tests.services.test_archive import Fab
-from tests.support.mor_tables import LOCAL, MorTable, data
+from tests.support.mor_tables import MorTable, data
+from tests.support.service_tables import Fab
+from tests.support.storage import LOCAL
 
 hudi = pytest.importorskip("hudi")
 

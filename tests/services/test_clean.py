@@ -9,7 +9,8 @@ from pyhudi import faults
 from pyhudi.io import avro
 from pyhudi.services.clean import clean, earliest_commit_to_retain, read_clean_metadata, read_clean_plan
 from pyhudi.table.timeline import ActiveTimeline
-from tests.table._fabricate import LOCAL, Clock, commit, make_table
+from tests.support.fabricate import Clock, commit, make_table
+from tests.support.storage import LOCAL
 
 P = "region=eu"
 

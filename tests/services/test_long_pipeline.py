@@ -22,7 +22,7 @@ from pyhudi.metadata.validate import validate_table
 from pyhudi.table.lsm_timeline import ArchivedTimeline, LsmHistory
 from pyhudi.table.table import Table
 from pyhudi.table.timeline import CLEAN, COMMIT, ActiveTimeline
-from tests.table._fabricate import LOCAL
+from tests.support.storage import LOCAL
 
 pytest.importorskip("hudi")
 

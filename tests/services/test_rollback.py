@@ -15,7 +15,8 @@ from pyhudi.services.rollback import (
 )
 from pyhudi.table import markers
 from pyhudi.table.timeline import ActiveTimeline, State
-from tests.table._fabricate import LOCAL, Clock, commit, make_table, timeline_names
+from tests.support.fabricate import Clock, commit, make_table, timeline_names
+from tests.support.storage import LOCAL
 
 ROLLBACK_ZIP = "mor_v9_nonpartitioned_rollback.zip"
 

@@ -22,7 +22,7 @@ from pyhudi.faults import ENV as FAULT_ENV
 from pyhudi.spark.streaming import foreach_batch
 from pyhudi.table.commit_metadata import STREAMING_CHECKPOINT_KEY
 from pyhudi.table.table import Table
-from tests.write.robust_helpers import (
+from tests.support.robust import (
     OPTS,
     apply,
     cli_env,

@@ -27,12 +27,11 @@ from pyhudi.io.logfile import (
     parquet_data_block,
     rollback_block,
 )
-from pyhudi.io.storage import Storage
 from pyhudi.table.properties import MERGE_ON_READ, TableConfig, create_table_config, meta_path
 from pyhudi.table.schema import META_COLUMNS
 from pyhudi.table.timeline import ActiveTimeline, Instant, format_instant_time
+from tests.support.storage import LOCAL
 
-LOCAL = Storage.from_uri("/")[0]
 TOKEN = "0-1-0"
 
 

@@ -39,7 +39,7 @@ from pyhudi.io.logfile import DeleteRecord, avro_data_block, delete_block
 from pyhudi.table.properties import COPY_ON_WRITE, TableConfig, create_table_config, meta_path
 from pyhudi.table.schema import META_COLUMNS, arrow_to_avro, commit_schema_json
 from pyhudi.table.timeline import ActiveTimeline, format_instant_time
-from tests.table._fabricate import LOCAL
+from tests.support.storage import LOCAL
 
 TOKEN = "0-1-0"
 

@@ -21,8 +21,9 @@ from pyhudi.services.rollback import rollback_failed_writes
 from pyhudi.table.properties import update_table_config
 from pyhudi.table.table import Table
 from pyhudi.table.timeline import CLEAN, ROLLBACK, ActiveTimeline
+from tests.support.fabricate import Clock, commit, make_table
+from tests.support.storage import LOCAL
 from tests.support.tree import snapshot
-from tests.table._fabricate import LOCAL, Clock, commit, make_table
 
 
 def outside(snap: dict[str, str]) -> dict[str, str]:

@@ -28,7 +28,8 @@ from pyhudi.table.lsm_timeline import (
 )
 from pyhudi.table.properties import read_table_config
 from pyhudi.table.timeline import COMMIT, ActiveTimeline, Instant, State
-from tests.table._fabricate import LOCAL, make_table
+from tests.support.fabricate import make_table
+from tests.support.storage import LOCAL
 
 T1, T2, T3 = "20260101000000000", "20260101000001000", "20260101000002000"
 

@@ -28,7 +28,7 @@ from pyhudi.faults import RELEASE_ENV
 from pyhudi.metadata.validate import validate_table
 from pyhudi.table.table import Table
 from pyhudi.txn.heartbeat import heartbeat_path
-from tests.write.robust_helpers import (
+from tests.support.robust import (
     CLI_KEYS,
     OPTS,
     PYHUDI,

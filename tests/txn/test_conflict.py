@@ -13,7 +13,8 @@ from pyhudi.io.storage import Storage
 from pyhudi.table.timeline import ActiveTimeline
 from pyhudi.txn.conflict import completed_writes_since, find_conflict, plan_file_groups, touched_file_groups
 from pyhudi.txn.transaction import Concurrency
-from tests.table._fabricate import LOCAL, Clock, make_table
+from tests.support.fabricate import Clock, make_table
+from tests.support.storage import LOCAL
 
 
 def _md(groups: dict[str, list[str]], replaced: dict[str, list[str]] | None = None, op: str = "UPSERT") -> dict:

@@ -22,7 +22,7 @@ import pytest
 
 from pyhudi.metadata.validate import validate_table
 from pyhudi.table.table import Table
-from tests.write.robust_helpers import OPTS, apply, cli_env, expected, hudi_rs_read, table_rows, to_arrow
+from tests.support.robust import OPTS, apply, cli_env, expected, hudi_rs_read, table_rows, to_arrow
 
 pytest.importorskip("hudi")
 pytestmark = [pytest.mark.spark, pytest.mark.slow]

@@ -9,7 +9,7 @@ from pathlib import Path
 from pyhudi.io.storage import Storage
 from pyhudi.table.timeline import ActiveTimeline
 from pyhudi.txn.transaction import WriteTransaction
-from tests.table._fabricate import make_table
+from tests.support.fabricate import make_table
 
 
 def _child(base: str, n: int, q: mp.Queue) -> None:

@@ -14,7 +14,7 @@ import pytest
 
 from pyhudi.errors import ConfigError, InvalidInputError, PyHudiError
 from pyhudi.table.table import Table
-from tests.write.robust_helpers import (
+from tests.support.robust import (
     CLI_KEYS,
     OPTS,
     SCHEMA,

@@ -14,7 +14,7 @@ from pyhudi.index.base import LOC_FILE_ID_COL
 from pyhudi.table.table import Table
 from pyhudi.write import producer
 from pyhudi.write.executor import OP_COL, OP_DELETE, OP_UPSERT
-from tests.write.robust_helpers import OPTS, hudi_rs_read, rows, to_arrow
+from tests.support.robust import OPTS, hudi_rs_read, rows, to_arrow
 
 pytestmark = pytest.mark.spark
 

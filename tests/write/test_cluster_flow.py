@@ -10,7 +10,7 @@ import pytest
 
 from pyhudi.table.table import Table
 from pyhudi.write.producer import FAULT_OPTION
-from tests.write.robust_helpers import (
+from tests.support.robust import (
     OPTS,
     SCHEMA,
     apply,

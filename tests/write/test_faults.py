@@ -17,8 +17,7 @@ from pyhudi.services.rollback import read_rollback_metadata
 from pyhudi.table import markers
 from pyhudi.table.table import Table
 from pyhudi.write.producer import FAULT_OPTION
-from tests.table._fabricate import LOCAL
-from tests.write.robust_helpers import (
+from tests.support.robust import (
     CLI_KEYS,
     OPTS,
     PYHUDI,
@@ -35,6 +34,7 @@ from tests.write.robust_helpers import (
     table_rows,
     to_arrow,
 )
+from tests.support.storage import LOCAL
 
 pytest.importorskip("hudi")
 pytestmark = [pytest.mark.spark, pytest.mark.slow]  # Spark-heavy: make test runs it, make test-quick does not

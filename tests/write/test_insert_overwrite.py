@@ -1,4 +1,4 @@
-"""insert_overwrite and insert_overwrite_table on Spark, against the model of :mod:`tests.write.model`.
+"""insert_overwrite and insert_overwrite_table on Spark, against the model of :mod:`tests.support.model`.
 
 - the timeline holds a ``replacecommit`` as Hudi 1.1 writes one (requested: an all-null
   HoodieRequestedReplaceMetadata; inflight: the workload profile; completed: HoodieReplaceCommitMetadata whose
@@ -34,9 +34,10 @@ from pyhudi.table.filenames import parse_data_file_name
 from pyhudi.table.table import Table
 from pyhudi.table.timeline import REPLACE_COMMIT, Instant, State
 from pyhudi.write.producer import FAULT_OPTION
-from tests.write.model import Model, Rejected, Spec
-from tests.write.test_flows import assert_rows, hudi_rs_read, rows_of
+from tests.support.model import Model, Rejected, Spec
+from tests.support.workload import assert_rows, hudi_rs_read, rows_of
 
+pytest.importorskip("hudi")
 pytestmark = [pytest.mark.spark, pytest.mark.slow]  # Spark-heavy: make test runs it, make test-quick does not
 
 SCHEMA = pa.schema(

@@ -12,7 +12,7 @@ import pytest
 
 from pyhudi.metadata.validate import validate_table
 from pyhudi.table.table import Table
-from tests.write.robust_helpers import OPTS, SCHEMA, table_rows, to_arrow
+from tests.support.robust import OPTS, SCHEMA, table_rows, to_arrow
 
 hudi = pytest.importorskip("hudi")
 pytestmark = pytest.mark.spark

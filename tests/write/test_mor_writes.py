@@ -22,9 +22,10 @@ from pyhudi.table import markers
 from pyhudi.table.table import Table
 from pyhudi.write.append import TORN_APPEND
 from pyhudi.write.producer import FAULT_OPTION
+from tests.support.column_stats import check_stats
 from tests.support.fixtures import unzip_table
-from tests.support.mor_tables import LOCAL
-from tests.write.robust_helpers import OPTS, SCHEMA, apply, expected, rows, table_rows, to_arrow
+from tests.support.robust import OPTS, SCHEMA, apply, expected, rows, table_rows, to_arrow
+from tests.support.storage import LOCAL
 
 hudi = pytest.importorskip("hudi")
 pytestmark = pytest.mark.spark
@@ -33,8 +34,10 @@ MOR_OPTS = {**OPTS, "hoodie.datasource.write.table.type": "MERGE_ON_READ"}
 LOG_RE = re.compile(r"^\.(?P<fid>[0-9a-f-]+-\d+)_(?P<instant>\d{17})\.log\.(?P<v>\d+)_(?P<token>\d+-\d+-\d+)$")
 
 
-def rs_read(base: str, as_of: str | None = None) -> pa.Table:
-    opts = hudi.HudiReadOptions() if as_of is None else hudi.HudiReadOptions().with_as_of_timestamp(as_of)
+def rs_read(base: str, filters: list[tuple[str, str, str]] | None = None, as_of: str | None = None) -> pa.Table:
+    opts = hudi.HudiReadOptions(filters=filters)
+    if as_of is not None:
+        opts = opts.with_as_of_timestamp(as_of)
     batches = list(hudi.HudiTableBuilder.from_base_uri(base).build().read(opts))
     return pa.Table.from_batches(batches) if batches else pa.table({})
 
@@ -115,7 +118,7 @@ def test_mor_writes_match_the_model_hudi_rs_and_the_record_index(spark, tmp_path
     for instant, snap in history:  # time travel, both readers
         done = t.timeline().completed().get(instant)
         assert done is not None and done.completion_time is not None
-        assert table_rows(rs_read(base, done.completion_time)) == expected(snap), instant
+        assert table_rows(rs_read(base, as_of=done.completion_time)) == expected(snap), instant
         assert table_rows(t.to_arrow(as_of=instant)) == expected(snap), instant
 
     # incremental reads of one commit each (the compaction's too): hudi-rs and pyhudi agree. Not for the steps
@@ -267,10 +270,10 @@ def test_upserts_and_deletes_into_java_mor_tables(spark, tmp_path: Path, zip_nam
     upd = unique.slice(0, 2)
     upd = upd.set_column(upd.schema.get_field_index(ts), ts, pa.compute.add(upd.column(ts), 1000))
     gone = unique.slice(2, 1)
-    t.write(spark.createDataFrame(upd), "upsert", {})
+    r1 = t.write(spark.createDataFrame(upd), "upsert", {})
     # cleaning with one commit retained removes the older file slices, base and log files (compacted, clustered)
     n_files = len([p for p in Path(base).rglob("*") if p.is_file() and ".hoodie" not in p.parts])
-    Table.open(base).write(spark.createDataFrame(gone), "delete", {"hoodie.cleaner.commits.retained": "1"})
+    r2 = Table.open(base).write(spark.createDataFrame(gone), "delete", {"hoodie.cleaner.commits.retained": "1"})
     if "simple_meta" in zip_name:  # compacted and clustered file groups: older slices to clean
         assert any(i.action == "clean" for i in Table.open(base).timeline().completed())
         assert len([p for p in Path(base).rglob("*") if p.is_file() and ".hoodie" not in p.parts]) < n_files
@@ -285,6 +288,12 @@ def test_upserts_and_deletes_into_java_mor_tables(spark, tmp_path: Path, zip_nam
     assert rows_of(Table.open(base).to_arrow()) == sorted(map(repr, want))
     rep = validate_table(Table.open(base))
     assert rep.ok, rep.to_dict()
+    # the fixtures' column statistics are kept: exact for every latest file (the appended logs' too) and for the
+    # partitions written to; hudi-rs filtering by a range reads the same rows
+    check_stats(base, exact_partitions={s.partition for s in (*r1.stats, *r2.stats)})
+    cut = sorted(r[ts] for r in want)[len(want) // 2]
+    got = rs_read(base, [(ts, ">=", str(cut))])
+    assert rows_of(got) == sorted(repr(r) for r in want if r[ts] >= cut)
 
 
 def test_mor_writes_pyhudi_does_not_make_exactly_are_refused(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -28,8 +28,8 @@ import pytest
 from pyhudi.errors import ConfigError, InvalidInputError, UnsupportedTableError
 from pyhudi.table.schema import avro_to_arrow, commit_schema_json
 from pyhudi.table.table import Table
+from tests.support.model import Model, Spec
 from tests.support.tree import snapshot as tree
-from tests.write.model import Model, Spec
 
 hudi = pytest.importorskip("hudi")
 

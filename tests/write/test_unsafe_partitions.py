@@ -18,8 +18,8 @@ from pyhudi.errors import InvalidInputError
 from pyhudi.table.keygen import KeyGenerator
 from pyhudi.table.partition_path import partition_path_problem
 from pyhudi.table.table import Table
+from tests.support.robust import run_cli
 from tests.support.tree import snapshot
-from tests.write.robust_helpers import run_cli
 
 pytestmark = pytest.mark.spark
 

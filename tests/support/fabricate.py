@@ -11,12 +11,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pyhudi.io.storage import Storage
 from pyhudi.table import markers
 from pyhudi.table.properties import TableConfig, create_table_config, meta_path
 from pyhudi.table.timeline import COMMIT, ActiveTimeline, Instant
-
-LOCAL = Storage.from_uri("/")[0]
+from tests.support.storage import LOCAL
 
 AVRO_SCHEMA = json.dumps(
     {

@@ -1,11 +1,14 @@
 """A copy-on-write table with a metadata table, written without Spark, for archival tests.
 
 Every commit writes whole file-group versions (real parquet base files with Hudi's meta columns, see
-:mod:`tests.table._fabricate`), records them in the metadata table as a deltacommit of the same instant, then
+:mod:`tests.support.fabricate`), records them in the metadata table as a deltacommit of the same instant, then
 completes. After each commit the table is cleaned (KEEP_LATEST_COMMITS, the metadata table recording the
 deletions first) and the metadata table is compacted every ``max_delta`` deltacommits, as ``Table.write`` does.
 The model keeps every version of every file group and every replace, so snapshots, time travel and incremental
 reads have exact expected rows.
+
+:class:`Fab` fabricates bare timelines for archival planning: instants on a real (empty) table, contents only
+where planning reads them.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 
@@ -20,8 +24,9 @@ from pyhudi.metadata.writer import MetadataWriter
 from pyhudi.services.clean import clean
 from pyhudi.table.properties import meta_path, read_table_config
 from pyhudi.table.table import Table
-from pyhudi.table.timeline import ActiveTimeline, InstantTimeGenerator
-from tests.table._fabricate import LOCAL, commit, make_table
+from pyhudi.table.timeline import CLEAN, COMMIT, ActiveTimeline, InstantTimeGenerator
+from tests.support.fabricate import Clock, commit, make_table
+from tests.support.storage import LOCAL
 
 Row = tuple[str, int, str]  # (id, v, region)
 
@@ -154,3 +159,59 @@ def pyhudi_rows(base: str, as_of: str | None = None) -> list[Row]:
 def incremental_rows(base: str, start: str, end: str | None = None) -> list[Row]:
     """``Table.read_incremental`` without Spark."""
     return rows_of(Table.open(base).incremental_arrow(start, end))
+
+
+# -- fabricated timelines ---------------------------------------------------------------------------------------
+def _clean_plan(ectr: str, extra: dict[str, str] | None = None) -> dict[str, Any]:
+    return {
+        "earliestInstantToRetain": {"timestamp": ectr, "action": COMMIT, "state": "COMPLETED"},
+        "lastCompletedCommitTimestamp": "",
+        "policy": "KEEP_LATEST_COMMITS",
+        "filesToBeDeletedPerPartition": {},
+        "version": 2,
+        "filePathsToBeDeletedPerPartition": {},
+        "partitionsToBeDeleted": [],
+        "extraMetadata": extra or {},
+    }
+
+
+def _clean_metadata(t: str, ectr: str) -> dict[str, Any]:
+    return {
+        "startCleanTime": t, "timeTakenInMillis": 1, "totalFilesDeleted": 0, "earliestCommitToRetain": ectr,
+        "lastCompletedCommitTimestamp": "", "partitionMetadata": {}, "version": 2, "bootstrapPartitionMetadata": {},
+        "extraMetadata": {},
+    }
+
+
+class Fab:
+    """Instants on a real (empty) table's timeline, contents only where planning reads them."""
+
+    def __init__(self, tmp_path: Path, name: str = "t") -> None:
+        self.base = make_table(tmp_path / name)
+        self.clock = Clock()
+
+    @property
+    def tl(self) -> ActiveTimeline:
+        return ActiveTimeline.load(LOCAL, self.base)
+
+    def done(self, action: str = COMMIT, n: int = 1) -> list[str]:
+        out = []
+        for _ in range(n):
+            tl, t = self.tl, self.clock()
+            req = tl.create_requested(action, t, b"")
+            tl.complete(tl.transition_to_inflight(req, b""), b"", self.clock())
+            out.append(t)
+        return out
+
+    def pending(self, action: str, inflight: bool = True) -> str:
+        tl, t = self.tl, self.clock()
+        req = tl.create_requested(action, t, b"")
+        if inflight:
+            tl.transition_to_inflight(req, b"")
+        return t
+
+    def clean(self, ectr: str, extra: dict[str, str] | None = None) -> str:
+        tl, t = self.tl, self.clock()
+        req = tl.create_requested(CLEAN, t, _clean_plan(ectr, extra))
+        tl.complete(tl.transition_to_inflight(req, None), _clean_metadata(t, ectr), self.clock())
+        return t

@@ -1,3 +1,5 @@
+"""Faults injected through :mod:`pyhudi.faults` for tests that need a writer to die at a given point."""
+
 from __future__ import annotations
 
 import pytest
