@@ -4,7 +4,8 @@ The fixed cost of a commit, as a pipeline committing every few minutes pays it: 
 ``--table-rows``-row table (record index, metadata table, 365 daily partitions), each half new records of the
 latest day and half updates of records of the last three days (so a commit rewrites a few files, not the table),
 ``--commits`` of them in one warm Spark session after ``--warmup`` unmeasured ones. Reports the median latency and the median of every stage
-of ``timings_s`` (where the time goes), and optionally a cProfile of one commit on the driver.
+of ``timings_s`` (where the time goes), and optionally a cProfile of one commit on the driver. ``--option K=V``
+adds write options (e.g. column statistics on).
 
 Prints one JSON object and stores it in benchmarks/results/small_commits.json.
 """
@@ -54,7 +55,11 @@ def main() -> None:
     ap.add_argument("--profile", action="store_true", help="cProfile the last commit (driver side)")
     ap.add_argument("--base", default=None, help="reuse/create the table here")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "small_commits.json"))
+    ap.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                    help="a write option for the table's creation and every upsert (repeatable), e.g. "
+                         "hoodie.metadata.index.column.stats.enable=true")
     a = ap.parse_args()
+    opts = {**OPTS, **dict(o.split("=", 1) for o in a.option)}
 
     from pyhudi.spark.session import get_spark
     from pyhudi.table.table import Table
@@ -64,8 +69,8 @@ def main() -> None:
     rng = np.random.default_rng(3)
     if not Table.exists(base):
         t0 = time.perf_counter()
-        t = Table.create(base, rows(np.arange(1), 0).schema, OPTS)
-        t.write(spark.createDataFrame(rows(np.arange(a.table_rows), 1)), "bulk_insert", OPTS)
+        t = Table.create(base, rows(np.arange(1), 0).schema, opts)
+        t.write(spark.createDataFrame(rows(np.arange(a.table_rows), 1)), "bulk_insert", opts)
         print(f"loaded {a.table_rows} rows in {time.perf_counter() - t0:.1f}s", file=sys.stderr, flush=True)
     nxt = a.table_rows + 10_000_000 * random.Random().randint(1, 9)  # new keys never collide across runs
     ids = np.arange(a.table_rows)
@@ -83,7 +88,7 @@ def main() -> None:
             prof = cProfile.Profile()
             prof.enable()
         t0 = time.perf_counter()
-        res = Table.open(base).write(df, "upsert", OPTS)
+        res = Table.open(base).write(df, "upsert", opts)
         wall = time.perf_counter() - t0
         if prof is not None and last:
             prof.disable()
@@ -96,6 +101,7 @@ def main() -> None:
         "table_rows": a.table_rows,
         "rows_per_upsert": a.rows,
         "commits": a.commits,
+        "options": dict(o.split("=", 1) for o in a.option),
         "median_s": {k: round(statistics.median(r.get(k, 0.0) for r in runs), 4) for k in keys},
         "runs_wall_s": [round(r["wall"], 3) for r in runs],
         "machine": f"{platform.machine()}, Python {platform.python_version()}",
