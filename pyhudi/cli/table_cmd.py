@@ -223,6 +223,13 @@ def validate(table: str, as_json: bool) -> None:
                     click.echo(f"  record_index {k}: {item}")
             for item in ri.get("duplicate_keys", []):
                 click.echo(f"  note: key in two file groups (inserted twice): {item}")
+        cs = d.get("column_stats")
+        if cs is not None:
+            click.echo(f"column statistics: {cs['files']} latest files checked; {len(cs['missing'])} missing, "
+                       f"{len(cs['wrong'])} wrong, {len(cs['partitions_wrong'])} partitions not bounding their files")
+            for k in ("missing", "wrong", "partitions_wrong"):
+                for item in cs[k]:
+                    click.echo(f"  column_stats {k}: {item}")
     if not rep.ok:
         raise SystemExit(1)
 
