@@ -1,8 +1,9 @@
 """Two writers as separate processes commit into one table with optimistic concurrency, many rounds each, while
 one of them is killed with SIGKILL at random moments and restarted: afterwards hudi-rs reads exactly the rows of
 the writes that reported success (an interrupted write either fully applied or not at all), ``pyhudi validate``
-is ok (files partition and record index), every record-index lookup agrees, and the next write succeeds.
-Runs on ``local[2]`` and on ``local-cluster[2,1,1024]``."""
+is ok (files partition, record index and, on merge-on-read, column statistics), every record-index lookup agrees,
+and the next write succeeds. Copy-on-write and merge-on-read tables (inline compactions by either writer), each on
+``local[2]`` and on ``local-cluster[2,1,1024]``."""
 
 from __future__ import annotations
 
@@ -120,13 +121,30 @@ def _prefix_states(seed: list[dict[str, Any]], batches: list[dict[str, Any]], lo
     return list(out.values())
 
 
-@pytest.mark.parametrize(("master", "n", "max_kills"), [("local[2]", 4, 2), ("local-cluster[2,1,1024]", 3, 1)])
-def test_two_writers_with_kills(spark, tmp_path: Path, master: str, n: int, max_kills: int) -> None:  # type: ignore[no-untyped-def]
-    rng = random.Random(f"writers-{master}")
+#: merge-on-read: updates and deletes go to log files, compacted inline every third deltacommit (by whichever
+#: writer makes it), with column statistics kept through appends, compactions, cleans and rollbacks
+MOR_OPTS = {
+    **W_OPTS,
+    "hoodie.table.type": "MERGE_ON_READ",
+    "hoodie.compact.inline.max.delta.commits": "3",
+    "hoodie.metadata.index.column.stats.enable": "true",
+}
+
+
+@pytest.mark.parametrize(("master", "n", "max_kills", "table_type"), [
+    ("local[2]", 4, 2, "COPY_ON_WRITE"),
+    ("local-cluster[2,1,1024]", 3, 1, "COPY_ON_WRITE"),
+    ("local[2]", 4, 2, "MERGE_ON_READ"),
+    ("local-cluster[2,1,1024]", 3, 1, "MERGE_ON_READ"),
+])
+def test_two_writers_with_kills(spark, tmp_path: Path, master: str, n: int, max_kills: int,  # type: ignore[no-untyped-def]
+                                table_type: str) -> None:
+    opts = MOR_OPTS if table_type == "MERGE_ON_READ" else W_OPTS
+    rng = random.Random(f"writers-{master}" if table_type == "COPY_ON_WRITE" else f"writers-{master}-mor")
     base = str(tmp_path / "t")
     seed = [_row(i, part, 1) for part in ("a", "b") for i in range(SEEDED)]
-    t = Table.create(base, to_arrow(seed).schema, W_OPTS)
-    t.write(spark.createDataFrame(to_arrow(seed)), "bulk_insert", W_OPTS)
+    t = Table.create(base, to_arrow(seed).schema, opts)
+    t.write(spark.createDataFrame(to_arrow(seed)), "bulk_insert", opts)
     plans = {"a": _plan(rng, "a", n), "b": _plan(rng, "b", n)}
     seen: list[list] = []  # what readers saw while the writers ran
     stop = threading.Event()
@@ -143,12 +161,12 @@ def test_two_writers_with_kills(spark, tmp_path: Path, master: str, n: int, max_
 
     th = threading.Thread(target=reader, daemon=True)
     th.start()
-    b = _spawn(base, "b", {"options": W_OPTS, "batches": plans["b"], "master": master}, tmp_path)
+    b = _spawn(base, "b", {"options": opts, "batches": plans["b"], "master": master}, tmp_path)
     start = 0
     kills = 0
     try:
         while start < n:
-            a = _spawn(base, "a", {"options": W_OPTS, "batches": plans["a"][start:], "master": master}, tmp_path)
+            a = _spawn(base, "a", {"options": opts, "batches": plans["a"][start:], "master": master}, tmp_path)
             if kills < max_kills:  # once it has committed a batch, at a random moment of a later one
                 deadline = time.monotonic() + 600
                 while a.poll() is None and time.monotonic() < deadline and not any(
@@ -204,6 +222,6 @@ def test_two_writers_with_kills(spark, tmp_path: Path, master: str, n: int, max_
     assert all(r["partition"] == where[r["key"]] for r in found)
     # the next write succeeds, and the killed writes are rolled back by now (LAZY: after the commit)
     last = [_row(0, "a", 99)]
-    Table.open(base).write(spark.createDataFrame(to_arrow(last)), "upsert", W_OPTS)
+    Table.open(base).write(spark.createDataFrame(to_arrow(last)), "upsert", opts)
     assert [i for i in Table.open(base).timeline().pending()] == []
     assert validate_table(Table.open(base)).ok
