@@ -30,6 +30,7 @@ from pyhudi.table.schema import avro_to_arrow, commit_schema_json
 from pyhudi.table.table import Table
 from tests.support.model import Model, Spec
 from tests.support.tree import snapshot as tree
+from tests.support.workload import hudi_rs_read as hudi_rs
 
 hudi = pytest.importorskip("hudi")
 
@@ -70,19 +71,6 @@ def got(t: pa.Table, schema: list[tuple[str, pa.DataType]]) -> list[tuple[Any, .
         return []
     cols = ["_hoodie_record_key", "_hoodie_partition_path", *(c for c, _ in schema)]
     return sorted(zip(*(t.column(c).to_pylist() for c in cols), strict=True), key=repr)
-
-
-def hudi_rs(path: str, **kw: str) -> pa.Table:
-    from hudi import HudiQueryType, HudiReadOptions, HudiTableBuilder
-
-    opts = HudiReadOptions()
-    if "as_of" in kw:
-        opts = opts.with_as_of_timestamp(kw["as_of"])
-    if "start" in kw:
-        opts = opts.with_query_type(HudiQueryType.Incremental).with_start_timestamp(kw["start"])
-        opts = opts.with_end_timestamp(kw["end"])
-    batches = list(HudiTableBuilder.from_base_uri(path).build().read(opts))
-    return pa.Table.from_batches(batches) if batches else pa.table({})
 
 
 class Workload:
