@@ -47,7 +47,7 @@ def small_shuffles(spark):  # type: ignore[no-untyped-def]
 
 @pytest.mark.spark
 @pytest.mark.slow
-def test_a_hundred_and_fifty_small_commits_in_one_session(small_shuffles, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_two_hundred_small_commits_in_one_session(small_shuffles, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     spark = small_shuffles
     base = str(tmp_path / "t")
     Table.create(base, SCHEMA, OPTIONS)
