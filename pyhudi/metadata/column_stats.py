@@ -189,6 +189,8 @@ def indexed_columns(schema: pa.Schema, column_list: str = "", max_columns: int =
 
 
 # -- values -------------------------------------------------------------------------------------------------------
+#: a decimal context that rounds no decimal of up to 100 digits (Arrow's largest, decimal256, holds 76)
+EXACT_DECIMALS = decimal.Context(prec=100)
 _EPOCH_DATE = datetime.date(1970, 1, 1)
 _EPOCH_NAIVE = datetime.datetime(1970, 1, 1)
 _EPOCH_UTC = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
@@ -213,7 +215,8 @@ def _raw(v: Any, ordinal: int, scale: int) -> Any:
         return _micros(v) if isinstance(v, datetime.datetime) else int(v)
     if ordinal == DECIMAL:
         d = v if isinstance(v, decimal.Decimal) else decimal.Decimal(v)
-        return _unscaled_bytes(int(d.scaleb(scale)))
+        # exact: the default context would round an unscaled value of more than 28 digits (decimal(38, s) holds 38)
+        return _unscaled_bytes(int(d.scaleb(scale, context=EXACT_DECIMALS)))
     if ordinal in (BYTES, FIXED):
         return bytes(v)
     if ordinal in (FLOAT, DOUBLE):
@@ -443,15 +446,17 @@ def partition_records(partition: str, files: Mapping[str, Mapping[str, ColumnRan
     for col in columns:
         ranges = [f.get(col) for f in files.values()]
         merged = merge_ranges(r for r in ranges if r is not None) if all(r is not None for r in ranges) else None
-        if merged is None:
-            key = partition_stats_key(col, partition)
-            out.append(MetadataRecord(key, TYPE_PARTITION_STATS, {"type": TYPE_PARTITION_STATS, "ColumnStatsMetadata": {
-                "fileName": partition, "columnName": col, "minValue": None, "maxValue": None, "valueCount": 0,
-                "nullCount": 0, "totalSize": 0, "totalUncompressedSize": 0, "isDeleted": True,
-                "isTightBound": True, "valueType": {"typeOrdinal": NULL, "additionalInfo": None}}}))
-        else:
-            out.append(merged.to_partition_record(partition))
+        out.append(partition_tombstone(col, partition) if merged is None else merged.to_partition_record(partition))
     return out
+
+
+def partition_tombstone(column: str, partition: str) -> MetadataRecord:
+    """A ``partition_stats`` tombstone: readers keep the partition for predicates on ``column``."""
+    return MetadataRecord(partition_stats_key(column, partition), TYPE_PARTITION_STATS, {
+        "type": TYPE_PARTITION_STATS, "ColumnStatsMetadata": {
+            "fileName": partition, "columnName": column, "minValue": None, "maxValue": None, "valueCount": 0,
+            "nullCount": 0, "totalSize": 0, "totalUncompressedSize": 0, "isDeleted": True, "isTightBound": True,
+            "valueType": {"typeOrdinal": NULL, "additionalInfo": None}}})
 
 
 __all__ = [

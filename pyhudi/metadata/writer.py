@@ -389,7 +389,14 @@ class MetadataWriter:
                        data_timeline: ActiveTimeline | None) -> dict[str, list[MetadataRecord]]:
         """The ``column_stats`` records of the files a commit wrote, and the ``partition_stats`` records of the
         partitions it touched (their latest file slices before the commit, with the commit's files in place)."""
-        from pyhudi.metadata.column_stats import ColumnRange, column_stats_key, file_ranges, partition_records
+        from pyhudi.metadata.column_stats import (
+            ColumnRange,
+            column_stats_key,
+            file_ranges,
+            indexed_columns,
+            partition_records,
+            partition_tombstone,
+        )
         assert self.stats_columns is not None and self.stats_schema is not None
         cols = self.stats_columns
         new: dict[tuple[str, str], dict[str, ColumnRange]] = defaultdict(dict)
@@ -433,6 +440,7 @@ class MetadataWriter:
         wanted = [column_stats_key(c, part, name) for part, groups in slices.items() for group in groups.values()
                   for name in group if (part, name) not in new for c in cols]
         stored = self.reader(data_timeline).lookup(COLUMN_STATS, wanted) if wanted else {}
+        others = [c for c in indexed_columns(self.stats_schema, max_columns=len(self.stats_schema)) if c not in cols]
         parts_out: list[MetadataRecord] = []
         for part, groups in slices.items():
             files: dict[str, dict[str, ColumnRange]] = {}
@@ -448,6 +456,9 @@ class MetadataWriter:
                             got[c] = ColumnRange.from_fields(rec.fields["ColumnStatsMetadata"])
                     files[name] = got
             parts_out.extend(partition_records(part, files, cols))
+            # columns indexed before (another column list, or a writer that indexed every column) but not now:
+            # their statistics of this partition would no longer cover its files
+            parts_out.extend(partition_tombstone(c, part) for c in others)
         keyed[PARTITION_STATS] = parts_out
         return keyed
 

@@ -212,7 +212,9 @@ def _wrapped(v: Any, t: pa.DataType | None = None, value_type: Any = None) -> tu
             info = str((value_type or {}).get("additionalInfo") or "")
             if info.replace(" ", "") != f"{t.precision},{t.scale}":
                 return None
-            return ("num", decimal.Decimal(int.from_bytes(x, "big", signed=True)).scaleb(-t.scale))
+            # exact: the default context rounds to 28 digits, and a rounded bound could rule out a matching row
+            return ("num", decimal.Decimal(int.from_bytes(x, "big", signed=True)).scaleb(
+                -t.scale, context=decimal.Context(prec=100)))
         if pa.types.is_floating(t) or pa.types.is_date(t) or pa.types.is_timestamp(t) or pa.types.is_decimal(t):
             return None
     domain = _DOMAIN.get(name)

@@ -25,7 +25,7 @@ from pyhudi.metadata.partitions import COLUMN_STATS, PARTITION_STATS
 from pyhudi.metadata.reader import MetadataTableReader
 from pyhudi.metadata.records import encode_value, record_index_file_group
 from pyhudi.metadata.validate import validate_table
-from pyhudi.read.filters import GE, LT, Pred
+from pyhudi.read.filters import GE, LT, Pred, Stats
 from pyhudi.spark.source import plan_query
 from pyhudi.table.schema import with_meta
 from tests.paths import TABLE_ZIPS_DIR
@@ -267,7 +267,10 @@ def test_kill9_after_metadata_deltacommit_then_next_write(spark, tmp_path: Path)
 def test_validate_reports_files_without_statistics(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     base = str(tmp_path / "t")
     opts = {**OPTS, "hoodie.metadata.compact.max.delta.commits": "10"}  # the statistics stay in log files
-    df = spark.createDataFrame(_rows(range(0, 30), 100), SCHEMA)
+    # nine files: a key's file group is the parity of its characters' sum, so with few files every file's
+    # statistics of one column could sit in the same file group, and a column whose statistics are all lost is
+    # taken for one the writer did not index
+    df = spark.createDataFrame(_rows(range(0, 36), 100, tuple("abcdefghi")), SCHEMA)
     Table.for_dataframe(base, df, opts).write(df, "bulk_insert", opts)
     assert validate_table(Table.open(base)).ok
     for p in Path(base, ".hoodie", "metadata", COLUMN_STATS).iterdir():
@@ -314,3 +317,45 @@ def test_logs_appended_while_a_compaction_is_pending(spark, tmp_path: Path,  # t
     assert {k: v for k, v in zip(got.column("id").to_pylist(), got.column("ts").to_pylist(), strict=True)
             if v >= 5000} == want
     assert validate_table(Table.open(base)).ok
+
+
+def test_wide_decimals_are_exact(tmp_path: Path) -> None:
+    """A decimal of more than 28 digits is stored and read back unrounded (a rounded bound could rule out the
+    very row it came from)."""
+    import decimal
+
+    import pyarrow.parquet as pq
+
+    from pyhudi.metadata.column_stats import ColumnRange, ranges_from_parquet, ranges_from_table
+    from pyhudi.read.filters import EQ, may_match
+    from pyhudi.read.pruning import _wrapped
+
+    t = pa.schema([("x", pa.decimal128(38, 0)), ("y", pa.decimal128(38, 10))])
+    vals = [decimal.Decimal("123456789012345678901234567849"), decimal.Decimal("1234567890123456789012345.6789012345")]
+    table = pa.table({"x": pa.array([vals[0]], t.field("x").type), "y": pa.array([vals[1]], t.field("y").type)})
+    pq.write_table(table, tmp_path / "f.parquet")
+    for ranges in (ranges_from_table(table, ["x", "y"]),
+                   ranges_from_parquet(pq.read_metadata(tmp_path / "f.parquet"), table.schema, ["x", "y"])):
+        for r, v in zip(ranges, vals, strict=True):
+            cs = r.to_record("", "f.parquet").fields["ColumnStatsMetadata"]
+            back = ColumnRange.from_fields(cs)
+            lo = _wrapped(cs["minValue"], t.field(r.column).type, cs["valueType"])
+            hi = _wrapped(cs["maxValue"], t.field(r.column).type, cs["valueType"])
+            assert back == r and lo == hi == ("num", v), (r.column, lo, v)
+            assert may_match(Pred(r.column, EQ, v), Stats(lo, hi, 0, 1))
+
+
+def test_fewer_indexed_columns_leave_no_stale_partition_statistics(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A write indexing fewer columns than the writes before it takes the other columns' partition statistics
+    of the partitions it touches out (they would not cover its files)."""
+    base = str(tmp_path / "t")
+    df = spark.createDataFrame(_rows(range(0, 30), 100), SCHEMA)
+    Table.for_dataframe(base, df, OPTS).write(df, "bulk_insert", OPTS)
+    ps = _reader(base).read_partition(PARTITION_STATS)
+    assert partition_stats_key("v", "a") in ps and partition_stats_key("v", "b") in ps
+    narrow = {**OPTS, "hoodie.metadata.index.column.stats.column.list": "ts"}
+    Table.open(base).write(spark.createDataFrame(_rows(range(0, 30, 3), 500, ("a",)), SCHEMA), "upsert", narrow)
+    ps = _reader(base).read_partition(PARTITION_STATS)
+    assert partition_stats_key("v", "a") not in ps  # region a was written: v no longer indexed there
+    assert partition_stats_key("v", "b") in ps  # region b was not
+    assert ps[partition_stats_key("ts", "a")].fields["ColumnStatsMetadata"]["maxValue"][1]["value"] == 500
