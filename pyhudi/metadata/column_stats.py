@@ -53,7 +53,6 @@ from pyhudi.metadata.records import (
     MetadataRecord,
     decode_value,
     encode_value,
-    record_index_file_group,
     stats_sort_key,
 )
 
@@ -141,10 +140,6 @@ def column_stats_key(column: str, partition: str, file_name: str) -> str:
 
 def partition_stats_key(column: str, partition: str) -> str:
     return hash_id(column) + hash_id(_partition_id(partition))
-
-
-def file_group_of(key: str, num_file_groups: int) -> int:
-    return record_index_file_group(key, num_file_groups)
 
 
 # -- which columns ------------------------------------------------------------------------------------------------
@@ -367,6 +362,17 @@ def encode_ranges(partition: str, file_name: str, ranges: Iterable[ColumnRange])
         rec = r.to_record(partition, file_name)
         out.append({"key": rec.key, "value": encode_value(rec)})
     return out
+
+
+def written_file_cells(partition: str, written: Any, columns: Sequence[str] | None) -> list[dict[str, Any]] | None:
+    """The ``column_stats`` cells of a base file just written (a
+    :class:`~pyhudi.table.base_file.BaseFileWriteResult`), from the footer it wrote; None when no columns are
+    indexed."""
+    if not columns:
+        return None
+    assert written.schema is not None
+    return encode_ranges(partition, written.file_name,
+                         ranges_from_parquet(written.parquet_metadata, written.schema, columns))
 
 
 def decode_cells(cells: Iterable[Any]) -> list[MetadataRecord]:

@@ -393,7 +393,6 @@ class MetadataWriter:
             ColumnRange,
             column_stats_key,
             file_ranges,
-            indexed_columns,
             partition_records,
             partition_tombstone,
         )
@@ -440,7 +439,7 @@ class MetadataWriter:
         wanted = [column_stats_key(c, part, name) for part, groups in slices.items() for group in groups.values()
                   for name in group if (part, name) not in new for c in cols]
         stored = self.reader(data_timeline).lookup(COLUMN_STATS, wanted) if wanted else {}
-        others = [c for c in indexed_columns(self.stats_schema, max_columns=len(self.stats_schema)) if c not in cols]
+        others = [c for c in self._every_stats_column() if c not in cols]
         parts_out: list[MetadataRecord] = []
         for part, groups in slices.items():
             files: dict[str, dict[str, ColumnRange]] = {}
@@ -471,7 +470,7 @@ class MetadataWriter:
         if COLUMN_STATS in self.data_config.metadata_partitions:
             from pyhudi.metadata.column_stats import tombstones
 
-            cols = self.stats_columns or self._stored_stats_columns()
+            cols = self._every_stats_column()  # whichever columns a writer indexed
             keyed[COLUMN_STATS] = [t for part, names in deleted.items() for n in names
                                    for t in tombstones(part, n, cols)]
         self._deltacommit(instant, self._files_records({}, deleted), operation="UPSERT_PREPPED", keyed=keyed)
@@ -486,21 +485,24 @@ class MetadataWriter:
     def _stats_as_stored(self, data_timeline: ActiveTimeline | None) -> None:
         """Keep the table's ``column_stats`` (and ``partition_stats``) for the default columns of its schema."""
         from pyhudi.metadata.column_stats import indexed_columns
-        from pyhudi.table.schema import table_schema, with_meta
 
-        tl = data_timeline or ActiveTimeline.load(self.storage, self.base_path, self.data_config)
-        self.stats_schema = with_meta(table_schema(self.storage, self.base_path, self.data_config, tl))
+        self.stats_schema = self._table_schema(data_timeline)
         self.stats_columns = indexed_columns(self.stats_schema)
         self.partition_stats = PARTITION_STATS in self.data_config.metadata_partitions
 
-    def _stored_stats_columns(self) -> tuple[str, ...]:
-        """The columns of the table's schema ``column_stats`` may hold (for tombstones of cleaned files)."""
+    def _every_stats_column(self) -> tuple[str, ...]:
+        """Every column of the table's schema that ``column_stats`` may hold (any column list, any writer)."""
         from pyhudi.metadata.column_stats import indexed_columns
+
+        schema = self.stats_schema if self.stats_schema is not None else self._table_schema(None)
+        return indexed_columns(schema, max_columns=len(schema))
+
+    def _table_schema(self, data_timeline: ActiveTimeline | None) -> pa.Schema:
+        """The data table's columns with meta columns."""
         from pyhudi.table.schema import table_schema, with_meta
 
-        tl = ActiveTimeline.load(self.storage, self.base_path, self.data_config)
-        schema = with_meta(table_schema(self.storage, self.base_path, self.data_config, tl))
-        return indexed_columns(schema, max_columns=len(schema))
+        tl = data_timeline or ActiveTimeline.load(self.storage, self.base_path, self.data_config)
+        return with_meta(table_schema(self.storage, self.base_path, self.data_config, tl))
 
     def _deltacommit(
         self, instant: str, records: list[MetadataRecord], operation: str, extra: ExtraWriter | None = None,

@@ -226,11 +226,10 @@ def _wrapped(v: Any, t: pa.DataType | None = None, value_type: Any = None) -> tu
     return None
 
 
-def column_stats(table: TableLike, timeline: ActiveTimeline, columns: Sequence[str],
-                 schema: pa.Schema | None = None,
-                 files: Sequence[tuple[str, str]] | None = None) -> dict[str, dict[str, Stats]]:
-    """file name -> column -> statistics, from the metadata table's ``column_stats`` partition (empty when the
-    table has none); ``files``: only those (partition, file name), looked up by key."""
+def column_stats(table: TableLike, timeline: ActiveTimeline, columns: Sequence[str], files: Sequence[tuple[str, str]],
+                 schema: pa.Schema | None = None) -> dict[str, dict[str, Stats]]:
+    """file name -> column -> statistics of ``files`` ((partition, file name), looked up by key) from the metadata
+    table's ``column_stats`` partition (empty when the table has none)."""
     from pyhudi.metadata.column_stats import column_stats_key
     from pyhudi.metadata.reader import MetadataTableReader, has_metadata_table
 
@@ -241,13 +240,9 @@ def column_stats(table: TableLike, timeline: ActiveTimeline, columns: Sequence[s
     if COLUMN_STATS not in reader.partitions():
         return {}
     wanted = set(columns)
-    if files is None:
-        records = reader.read_partition(COLUMN_STATS).values()
-    else:
-        keys = [column_stats_key(c, part, name) for part, name in files for c in columns]
-        records = reader.lookup(COLUMN_STATS, keys).values()
+    keys = [column_stats_key(c, part, name) for part, name in files for c in columns]
     out: dict[str, dict[str, Stats]] = {}
-    for rec in records:
+    for rec in reader.lookup(COLUMN_STATS, keys).values():
         cs = rec.fields.get("ColumnStatsMetadata")
         if not cs or cs.get("isDeleted") or cs.get("columnName") not in wanted:
             continue
@@ -267,7 +262,7 @@ def prune_by_stats(table: TableLike, timeline: ActiveTimeline, slices: Sequence[
         return list(slices)
     files = [(sl.partition, n.rsplit("/", 1)[-1]) for sl in slices
              for n in ((sl.base_file,) if sl.base_file else ()) + sl.log_files]
-    stats = column_stats(table, timeline, cols, schema, files)
+    stats = column_stats(table, timeline, cols, files, schema)
     if not stats:
         return list(slices)
     keep = []

@@ -156,13 +156,9 @@ def _compact_task(spec: ReadSpec, instant: str, parquet_options: dict[str, str],
                 stat.update({"totalLogFilesCompacted": len(logs), "totalLogSizeCompacted": log_size,
                              "totalUpdatedRecordsCompacted": from_logs})
                 faults.at("after_write", fault or "")
-                cells = None
-                if stats_columns:
-                    from pyhudi.metadata.column_stats import encode_ranges, ranges_from_parquet
+                from pyhudi.metadata.column_stats import written_file_cells
 
-                    assert written.schema is not None
-                    cells = encode_ranges(part, name, ranges_from_parquet(written.parquet_metadata, written.schema,
-                                                                          stats_columns))
+                cells = written_file_cells(part, written, stats_columns)
                 yield pa.RecordBatch.from_pylist([{"stat": json.dumps(stat), "column_stats": cells}],
                                                  schema=STAT_SCHEMA)
 

@@ -124,13 +124,9 @@ def write_bucket(ctx: WriteContext, incoming: pa.Table) -> pa.Table:
         options=ctx.parquet_options,
     )
     faults.at("after_write", ctx.fault or "")
-    cells = None
-    if ctx.stats_columns:
-        from pyhudi.metadata.column_stats import encode_ranges, ranges_from_parquet
+    from pyhudi.metadata.column_stats import written_file_cells
 
-        assert written.schema is not None
-        cells = encode_ranges(bucket.partition, file_name,
-                              ranges_from_parquet(written.parquet_metadata, written.schema, ctx.stats_columns))
+    cells = written_file_cells(bucket.partition, written, ctx.stats_columns)
     return status_row(
         partition=bucket.partition,
         file_id=bucket.file_id,
