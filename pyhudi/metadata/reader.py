@@ -291,12 +291,15 @@ def table_view(
     timeline: ActiveTimeline,
     *,
     use_metadata: bool | None = None,
+    reader: MetadataTableReader | None = None,
 ) -> FileSystemView:
     """The latest file slices of a data table: listed by its metadata table when it has one (or
-    ``use_metadata``), else by storage."""
+    ``use_metadata``; ``reader``: the caller's reader of it, as of ``timeline``), else by storage."""
     if use_metadata is None:
-        use_metadata = has_metadata_table(storage, base_path, config)
+        use_metadata = reader is not None or has_metadata_table(storage, base_path, config)
     if use_metadata:
-        listing = MetadataListing(MetadataTableReader(storage, base_path, data_timeline=timeline, data_config=config))
+        if reader is None:
+            reader = MetadataTableReader(storage, base_path, data_timeline=timeline, data_config=config)
+        listing = MetadataListing(reader)
         return FileSystemView.load(storage, base_path, timeline=timeline, config=config, listing=listing)
     return FileSystemView.from_listing(storage, base_path, timeline, config=config)

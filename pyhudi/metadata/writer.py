@@ -418,7 +418,8 @@ class MetadataWriter:
             return keyed
         if data_timeline is None:
             data_timeline = ActiveTimeline.load(self.storage, self.base_path, self.data_config)
-        view = table_view(self.storage, self.base_path, self.data_config, data_timeline)
+        reader = self.reader(data_timeline)
+        view = table_view(self.storage, self.base_path, self.data_config, data_timeline, reader=reader)
         completed = {i.requested_time: i.completion_time or i.requested_time for i in data_timeline.completed()}
         slices: dict[str, dict[str, list[str]]] = {}  # partition -> file id -> file names
         for part in added:
@@ -438,7 +439,7 @@ class MetadataWriter:
                     slices[part][fid] = [name, *later]
         wanted = [column_stats_key(c, part, name) for part, groups in slices.items() for group in groups.values()
                   for name in group if (part, name) not in new for c in cols]
-        stored = self.reader(data_timeline).lookup(COLUMN_STATS, wanted) if wanted else {}
+        stored = reader.lookup(COLUMN_STATS, wanted) if wanted else {}
         others = [c for c in self._every_stats_column() if c not in cols]
         parts_out: list[MetadataRecord] = []
         for part, groups in slices.items():
