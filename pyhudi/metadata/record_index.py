@@ -311,12 +311,13 @@ DRIVER_UPDATE_MAX_KEYS = 250_000
 
 
 def write_updates(spark, status_df, storage: Storage, mdt_path: str, instant: str, n: int, parallelism: int,
-                  changed: int | None = None) -> list[dict]:
+                  changed: int | None = None, deleted: int | None = None) -> list[dict]:
     """Append one log file per touched record-index file group for the commit ``instant``: new mappings for
     inserted keys, delete markers for deleted keys (a key both deleted and inserted, i.e. moved, keeps only
     its new mapping). Written by a Spark job over the WriteStatus rows, or, for a commit of at most
     :data:`DRIVER_UPDATE_MAX_KEYS` changed keys, from the driver (the same files); returns one stat per log file.
-    ``changed``: that number when the caller counted it already (no Spark job to count it here)."""
+    ``changed``: that number when the caller counted it already (no Spark job to count it here); ``deleted``:
+    the number of deleted keys among them, when counted (0: the job reads no deleted keys and joins nothing)."""
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import from_arrow_schema
 
@@ -332,12 +333,15 @@ def write_updates(spark, status_df, storage: Storage, mdt_path: str, instant: st
         return _write_updates_here(lists, storage, mdt_path, instant, t_ms, n)
 
     ins = status_df.select("partition", "file_id", F.explode("inserted_keys").alias("key"))
-    dels = (
-        status_df.select(F.explode("deleted_keys").alias("key"))
-        .join(ins.select("key"), "key", "left_anti")
-        .select(F.lit(None).cast("string").alias("partition"), F.lit(None).cast("string").alias("file_id"), "key")
-    )
-    rows = ins.unionByName(dels)
+    if deleted == 0:
+        rows = ins
+    else:
+        dels = (
+            status_df.select(F.explode("deleted_keys").alias("key"))
+            .join(ins.select("key"), "key", "left_anti")
+            .select(F.lit(None).cast("string").alias("partition"), F.lit(None).cast("string").alias("file_id"), "key")
+        )
+        rows = ins.unionByName(dels)
     tasks = file_group_tasks(n, parallelism)
     in_schema = pa.schema([("partition", pa.string()), ("file_id", pa.string()), ("key", pa.string()),
                            (_FG_COL, pa.int32()), (ROUTE_COL, pa.int32())])
@@ -588,7 +592,7 @@ def record_index_lookup(
 
 def record_index_updates(
     storage: Storage, base_path: str, status_df: Any, spark: Any, instant: str, parallelism: int,
-    changed: int | None = None,
+    changed: int | None = None, deleted: int | None = None,
 ) -> Callable[[], dict[str, list[dict[str, Any]]]]:
     """The record-index part of a commit's metadata deltacommit: new mappings and delete markers from the
     WriteStatus key lists, written by Spark tasks (one log file per touched file group). Whether there is an
@@ -611,6 +615,6 @@ def record_index_updates(
             return {}
         with task_errors():
             return {RECORD_INDEX: write_updates(spark, status_df, storage, metadata_base_path(base_path), instant, n,
-                                                parallelism, changed)}
+                                                parallelism, changed, deleted)}
 
     return run

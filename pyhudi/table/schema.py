@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -45,8 +46,14 @@ META_SCHEMA = pa.schema([pa.field(c, pa.string()) for c in META_COLUMNS])
 
 
 def record_name(table_name: str) -> tuple[str, str]:
-    """(record name, namespace) of a table's Avro schema, as Hudi's Spark writer derives them."""
-    return f"{table_name}_record", f"hoodie.{table_name}"
+    """(record name, namespace) of a table's Avro schema, as Hudi's Spark writer derives them: from the table name
+    made a legal Avro name (``HoodieAvroUtils.sanitizeName``: an illegal first character, then every character
+    other than ``[A-Za-z0-9_]``, becomes ``__``), so ``my-table`` gives ``my__table_record``."""
+    name = table_name
+    if name and re.match(r"[^A-Za-z_]", name[0]):
+        name = "__" + name[1:]
+    name = re.sub(r"[^A-Za-z0-9_]", "__", name)
+    return f"{name}_record", f"hoodie.{name}"
 
 
 def without_meta(schema: pa.Schema) -> pa.Schema:

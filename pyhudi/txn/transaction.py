@@ -452,7 +452,8 @@ class WriteTransaction:
                 rli = None
                 if getattr(producer, "status_df", None) is not None:
                     rli = record_index_updates(self.storage, self.base_path, producer.status_df, job.spark,
-                                               self.instant, job.parallelism, changed=producer.index_changes)
+                                               self.instant, job.parallelism, changed=producer.index_changes,
+                                               deleted=producer.index_deletes)
                 from pyhudi.metadata.column_stats import decode_cells
 
                 cells = [{"key": k, "value": v} for st in stats for k, v in st.column_stats]

@@ -57,7 +57,7 @@ from pyhudi.write.executor import (
 from pyhudi.write.status import STAT_COLUMNS, WRITE_STATUS_SCHEMA, WriteStat
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
 
 FAULT_OPTION = C.FAULT  # test-only fault injection (pyhudi.faults)
 _HASH_RANGE = 1 << 30
@@ -151,6 +151,7 @@ class WriteProducer:
         self._persisted: list[DataFrame] = []
         #: inserted plus deleted keys of ``status_df`` (the record index's changes), when :meth:`write` counted them
         self.index_changes: int | None = None
+        self.index_deletes: int | None = None  #: the deleted keys among them
         self._planned_rows = 0  # records of the tagged input (the plan's counts)
         self._file_id_prefix: str | None = None
         self._file_id_count = 0
@@ -173,9 +174,10 @@ class WriteProducer:
                     self._persisted.append(prepared)  # released below, or by unpersist() if the tag fails
                 job.prepared = prepared
             with job.timed("tag"):
-                # tagged records feed both the planning counts and the write: compute them once
-                tagged = self.tag(prepared).persist(_storage_level())
-                self._persisted.append(tagged)
+                tagged = self.tag(prepared)
+                if self.caches_tagged():  # tagged records feed both the planning counts and the write: computed once
+                    tagged = tagged.persist(_storage_level())
+                    self._persisted.append(tagged)
                 counts = self.count(tagged)
                 if keep:
                     cached.release(prepared)  # the tagged records are cached now
@@ -226,6 +228,10 @@ class WriteProducer:
             prepared = prepared.drop(ROUTE_COL)
         job.routing = routing
         return prepared
+
+    def caches_tagged(self) -> bool:
+        """Whether the tagged records are cached for the write after the planning counts."""
+        return True
 
     def tag_reads_once(self) -> bool:
         """The tag reads the prepared records once: the record index's lookup in place
@@ -383,7 +389,6 @@ class WriteProducer:
 
     def write(self, tagged: DataFrame, buckets: list[Bucket]) -> list[WriteStat]:
         from pyspark.sql import functions as F
-        from pyspark.sql.pandas.types import from_arrow_schema
 
         job = self.job
         if not buckets:
@@ -392,7 +397,7 @@ class WriteProducer:
         upd = [(b.partition, b.file_id, b.id) for b in buckets if b.kind != INSERT]
         parts: list[DataFrame] = []
         base = tagged
-        h = F.pmod(F.xxhash64(F.col(RECORD_KEY_COL)), F.lit(_HASH_RANGE)) / F.lit(float(_HASH_RANGE))
+        h = F.pmod(self.insert_hash(), F.lit(_HASH_RANGE)) / F.lit(float(_HASH_RANGE))
         if _literal_assignment(upd, self.insert_ranges, self._planned_rows):
             # few buckets: looked up in literal maps in the plan, where broadcast joins would cost a Spark job each
             if upd:
@@ -429,7 +434,18 @@ class WriteProducer:
                 )
         assigned = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
         assigned = assigned.withColumnRenamed("__b", BUCKET_COL).drop(LOC_PARTITION_COL, LOC_FILE_ID_COL)
-        ctx = WriteContext(
+        return self.write_assigned(assigned, buckets)
+
+    def insert_hash(self) -> Column:
+        """A hash of each record's key, which spreads a partition's inserts over its insert buckets."""
+        from pyspark.sql import functions as F
+
+        return F.xxhash64(F.col(RECORD_KEY_COL))
+
+    def write_context(self, buckets: list[Bucket]) -> WriteContext:
+        """What the write tasks need of this write (pickled into their closure)."""
+        job = self.job
+        return WriteContext(
             storage=job.storage,
             base_path=job.base_path,
             instant=job.instant,
@@ -447,19 +463,32 @@ class WriteProducer:
             stats_columns=job.stats_columns,
         )
 
+    def bucket_task(self, ctx: WriteContext) -> Callable[[pa.Table], pa.Table]:
+        """The ``applyInArrow`` function writing one bucket's records (the assigned rows of one bucket)."""
+
         def run(t: pa.Table) -> pa.Table:
             return write_bucket(ctx, t)
 
+        return run
+
+    def write_assigned(self, assigned: DataFrame, buckets: list[Bucket]) -> list[WriteStat]:
+        """Write the records, each with its bucket (:data:`BUCKET_COL`): one ``applyInArrow`` group per bucket;
+        the WriteStatus rows are cached (the record index reads their key lists) and their counts collected."""
+        from pyspark.sql import functions as F
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        job = self.job
         n = max(1, min(len(buckets), job.parallelism))
         out = assigned.repartition(n, BUCKET_COL).groupBy(BUCKET_COL).applyInArrow(
-            run, from_arrow_schema(WRITE_STATUS_SCHEMA)
+            self.bucket_task(self.write_context(buckets)), from_arrow_schema(WRITE_STATUS_SCHEMA)
         )
         self.status_df = out.persist(_storage_level())
         self._persisted.append(self.status_df)
         # the record index's changes (inserted plus deleted keys) counted in the same job as the stats
         rows = cached.collect(self.status_df, [*map(F.col, STAT_COLUMNS), F.size("inserted_keys").alias("__i"),
                                                F.size("deleted_keys").alias("__d")])
-        self.index_changes = sum(max(0, r["__i"] or 0) + max(0, r["__d"] or 0) for r in rows)
+        self.index_deletes = sum(max(0, r["__d"] or 0) for r in rows)
+        self.index_changes = sum(max(0, r["__i"] or 0) for r in rows) + self.index_deletes
         return [WriteStat.from_row(r) for r in rows]
 
     # -- timeline content ---------------------------------------------------------------------------
@@ -678,12 +707,105 @@ class InsertProducer(WriteProducer):
 
 
 class BulkInsertProducer(WriteProducer):
+    """bulk_insert: every record to a new file group, sorted by key within it; no index lookup, no small files.
+
+    Unless the input is combined (``hoodie.combine.before.insert``), the records are read twice and never cached
+    or passed through Python whole: the planning counts come from the key and partition columns alone (one
+    Arrow UDF computes the partition paths, checking every record key on the way, so bad keys and unsafe
+    partition values are refused before anything is written), and the write tasks make the record keys of the
+    records they write. Only the write job moves whole records: read, routed to their bucket, written.
+    """
+
     operation_type = "BULK_INSERT"
     uses_index = False
     combine_option = "combine_before_insert"
     fills_small_files = False
     sort_by_key = True
     numbered_file_ids = True
+
+    def __init__(self, job: WriteJob) -> None:
+        super().__init__(job)
+        self.keys_in_tasks = not getattr(self.cfg, self.combine_option)
+        self._input: DataFrame | None = None  # the input records to insert (keys in tasks)
+        self._keygen: KeyGenerator | None = None
+
+    def caches_tagged(self) -> bool:
+        return not self.keys_in_tasks
+
+    def prepare(self, df: DataFrame) -> DataFrame:
+        from pyspark.sql import functions as F
+
+        if not self.keys_in_tasks:
+            return super().prepare(df)
+        data_cols = self.validate_columns(df.columns)
+        self._keygen = keygen = KeyGenerator.from_options(self.cfg.options)
+        records = df.select(*data_cols)
+        if IS_DELETED_COL in data_cols:  # records flagged deleted are not inserted
+            records = records.filter(~F.coalesce(F.col(f"`{IS_DELETED_COL}`"), F.lit(False)))
+        self._input = records
+        paths = partition_path_udf(keygen, check_keys=False)
+        return records.withColumn(PARTITION_PATH_COL, paths(_key_struct(keygen.partition_fields))) \
+            .withColumn(OP_COL, F.lit(OP_UPSERT))
+
+    def count(self, tagged: DataFrame) -> list[tuple[str, str | None, int]]:
+        if not self.keys_in_tasks:
+            return super().count(tagged)
+        assert self._input is not None and self._keygen is not None
+        paths = partition_path_udf(self._keygen, check_keys=True)
+        rows = self._input.select(paths(_key_struct(self._keygen.key_columns())).alias(
+            PARTITION_PATH_COL)).groupBy(PARTITION_PATH_COL).count().collect()
+        return [(r[0], None, int(r[1])) for r in rows]
+
+    def insert_hash(self) -> Column:
+        if not self.keys_in_tasks:
+            return super().insert_hash()
+        from pyspark.sql import functions as F
+
+        assert self._keygen is not None
+        return F.xxhash64(*(F.col(f"`{f}`") for f in self._keygen.record_key_fields))
+
+    def bucket_task(self, ctx: WriteContext) -> Callable[[pa.Table], pa.Table]:
+        if not self.keys_in_tasks:
+            return super().bucket_task(ctx)
+        assert self._keygen is not None
+        return bulk_insert_task(ctx, self._keygen)
+
+
+def _key_struct(fields: tuple[str, ...]) -> Column:
+    """The input columns ``fields`` (key generator fields: top-level columns) as one struct column."""
+    from pyspark.sql import functions as F
+
+    if not fields:  # a non-partitioned table's paths read no column
+        return F.struct(F.lit(None).alias("__none"))
+    return F.struct(*(F.col(f"`{c}`") for c in dict.fromkeys(fields)))
+
+
+def partition_path_udf(keygen: KeyGenerator, check_keys: bool) -> Any:
+    """A scalar Arrow UDF of :func:`_key_struct` giving each record's partition path (its key generator's, with
+    its checks); ``check_keys``: also make (and so check) the record keys, raising for a null or empty one."""
+    from pyspark.sql.functions import arrow_udf
+
+    def paths(cols: pa.Array) -> pa.Array:
+        batch = pa.RecordBatch.from_struct_array(cols)
+        if check_keys:
+            keygen.record_keys(batch)
+        return keygen.partition_paths(batch)
+
+    return arrow_udf(paths, "string")  # type: ignore[call-overload]
+
+
+def bulk_insert_task(ctx: WriteContext, keygen: KeyGenerator) -> Callable[[pa.Table], pa.Table]:
+    """``applyInArrow`` function of a bulk insert: one bucket's records, without record keys yet: their keys
+    made (as the planning counts checked them), then written by :func:`write_bucket`."""
+
+    def run(t: pa.Table) -> pa.Table:
+        bucket = ctx.buckets[int(t.column(BUCKET_COL)[0].as_py())]
+        if not pc.all(pc.equal(t.column(PARTITION_PATH_COL), bucket.partition)).as_py():
+            raise RuntimeError(f"bulk insert: records routed to bucket {bucket.id} are not all of its partition "
+                               f"{bucket.partition!r}")
+        return write_bucket(ctx, t.append_column(RECORD_KEY_COL, keygen.record_keys(t)))
+
+    return run
 
 
 class DeleteProducer(WriteProducer):
@@ -848,7 +970,7 @@ class InsertOverwriteProducer(WriteProducer):
             self._persisted.append(gone)
             written = getattr(self, "status_df", None)
             self.status_df = gone if written is None else written.unionByName(gone)
-            self.index_changes = None  # the replaced groups' keys are not counted yet
+            self.index_changes = self.index_deletes = None  # the replaced groups' keys are not counted yet
         return stats
 
     def requested_metadata(self) -> dict[str, Any] | None:

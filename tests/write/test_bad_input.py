@@ -51,6 +51,12 @@ def _null_key() -> pa.Table:
     return to_arrow(b)
 
 
+def _empty_key() -> pa.Table:
+    b = rows(range(10, 14))
+    b[1]["id"] = ""
+    return to_arrow(b)
+
+
 def _unresolvable_type() -> pa.Table:
     t = to_arrow(rows(range(10, 12)))
     return t.set_column(2, "ts", pa.array([True, False]))
@@ -66,6 +72,11 @@ NEW = rows(range(10, 12))
 CASES = {
     "null_record_key": (_null_key, "upsert", {}, InvalidInputError, r"record key field 'id' is null"),
     "null_record_key_insert": (_null_key, "insert", {}, InvalidInputError, r"record key field 'id' is null"),
+    "null_record_key_bulk_insert": (_null_key, "bulk_insert", {}, InvalidInputError, r"record key field 'id' is null"),
+    "empty_record_key_bulk_insert": (_empty_key, "bulk_insert", {}, InvalidInputError,
+                                     r"record key field 'id' is empty"),
+    "missing_record_key_column_bulk_insert": (lambda: _without(NEW, "id"), "bulk_insert", {}, InvalidInputError,
+                                              r"lacks table column\(s\) id \(.*nothing was written$"),
     "missing_record_key_column": (lambda: _without(NEW, "id"), "upsert", {}, InvalidInputError,
                                   r"lacks table column\(s\) id \(.*nothing was written$"),
     "missing_record_key_column_delete": (lambda: _without(NEW, "id"), "delete", {}, InvalidInputError,

@@ -72,9 +72,11 @@ def _no_abs_folder() -> None:
         pytest.skip("/abs exists on this machine: the absolute-path check would not be meaningful")
 
 
-def test_report_scenario(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    """The report: values ok, ../../escaped and /abs/path in one upsert. Refused, nothing written; then, in a
-    table created with url-encoding, the three values are written as safe folders under the table."""
+@pytest.mark.parametrize("operation", ["upsert", "bulk_insert"])
+def test_report_scenario(spark, tmp_path: Path, operation: str) -> None:  # type: ignore[no-untyped-def]
+    """The report: values ok, ../../escaped and /abs/path in one upsert (or bulk insert, whose write tasks make
+    the record keys). Refused, nothing written; then, in a table created with url-encoding, the three values are
+    written as safe folders under the table."""
     parent = tmp_path / "a" / "b"
     parent.mkdir(parents=True)
     values = ["ok", "../../escaped", ABSOLUTE]
@@ -85,14 +87,14 @@ def test_report_scenario(spark, tmp_path: Path) -> None:  # type: ignore[no-unty
         "partition column 'p' has the value '../../escaped', which makes the partition path '../../escaped' that "
         f"has a '..' segment; a table created with {URLENCODE}=true stores such values url-encoded"
     )):
-        table.write(spark.createDataFrame(_records(values)), "upsert", opts)
+        table.write(spark.createDataFrame(_records(values)), operation, opts)
     assert snapshot(tmp_path) == before
     assert not os.path.exists("/abs")
 
     enc = _options("plain", True)
     encoded = Table.create(str(parent / "u"), SCHEMA, enc)
     before = snapshot(tmp_path)
-    r = encoded.write(spark.createDataFrame(_records(values)), "upsert", enc)
+    r = encoded.write(spark.createDataFrame(_records(values)), operation, enc)
     assert (r.inserted, r.partitions) == (3, 3)
     _check_outside(tmp_path, parent / "u", before)
     assert sorted(p.name for p in (parent / "u").iterdir()) == sorted(
