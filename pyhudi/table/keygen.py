@@ -180,13 +180,16 @@ class KeyGenerator:
         )
 
     # -- keys ------------------------------------------------------------------------------------------------
+    @property
+    def complex_key_encoding(self) -> bool:
+        """Whether record keys are ``field:value`` pairs joined by commas (refused only when every field is null
+        or empty) rather than the one field's value."""
+        return len(self.record_key_fields) > 1 or (self.type_name == COMPLEX and self.encode_single_key_field_name)
+
     def record_keys(self, batch: Batch) -> pa.StringArray:
         """``_hoodie_record_key`` of each row. Raises InvalidInputError for a null/empty key or missing column."""
         fields = self.record_key_fields
-        complex_encoding = len(fields) > 1 or (
-            self.type_name == COMPLEX and self.encode_single_key_field_name
-        )
-        if not complex_encoding:
+        if not self.complex_key_encoding:
             values = _column_strings(batch, fields[0], "record key")
             _check_no_null_or_empty(values, fields[0])
             return values

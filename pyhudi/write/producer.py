@@ -709,11 +709,13 @@ class InsertProducer(WriteProducer):
 class BulkInsertProducer(WriteProducer):
     """bulk_insert: every record to a new file group, sorted by key within it; no index lookup, no small files.
 
-    Unless the input is combined (``hoodie.combine.before.insert``), the records are read twice and never cached
-    or passed through Python whole: the planning counts come from the key and partition columns alone (one
-    Arrow UDF computes the partition paths, checking every record key on the way, so bad keys and unsafe
-    partition values are refused before anything is written), and the write tasks make the record keys of the
-    records they write. Only the write job moves whole records: read, routed to their bucket, written.
+    Unless the input is combined (``hoodie.combine.before.insert``) or partitioned by a column whose values Spark
+    may group unlike their partition paths (floating point, decimals, timestamps: see :func:`_groups_exactly`),
+    the records are never cached nor passed through Python before the write job: the planning counts group them
+    by their raw partition values in Spark, counting the bad record keys on the way, and the driver makes each
+    distinct value's partition path with the key generator (refusing unsafe ones); the write job routes records
+    to buckets by their raw values, and its tasks make the record keys and partition paths of the records they
+    write (checking each record's path is its bucket's).
     """
 
     operation_type = "BULK_INSERT"
@@ -725,9 +727,10 @@ class BulkInsertProducer(WriteProducer):
 
     def __init__(self, job: WriteJob) -> None:
         super().__init__(job)
-        self.keys_in_tasks = not getattr(self.cfg, self.combine_option)
+        self.keys_in_tasks = False  # decided by prepare()
         self._input: DataFrame | None = None  # the input records to insert (keys in tasks)
         self._keygen: KeyGenerator | None = None
+        self._paths: pa.Table | None = None  # distinct raw partition values -> partition path (keys in tasks)
 
     def caches_tagged(self) -> bool:
         return not self.keys_in_tasks
@@ -735,26 +738,59 @@ class BulkInsertProducer(WriteProducer):
     def prepare(self, df: DataFrame) -> DataFrame:
         from pyspark.sql import functions as F
 
+        data_cols = self.validate_columns(df.columns)
+        keygen = KeyGenerator.from_options(self.cfg.options)
+        self.keys_in_tasks = not getattr(self.cfg, self.combine_option) and all(
+            f in data_cols and _groups_exactly(_arrow_field(df, f"`{f}`").type) for f in keygen.partition_fields
+        ) and all(f in data_cols for f in keygen.record_key_fields)
         if not self.keys_in_tasks:
             return super().prepare(df)
-        data_cols = self.validate_columns(df.columns)
-        self._keygen = keygen = KeyGenerator.from_options(self.cfg.options)
-        records = df.select(*data_cols)
+        self._keygen = keygen
+        records = df.select(*(F.col(f"`{c}`") for c in data_cols))
         if IS_DELETED_COL in data_cols:  # records flagged deleted are not inserted
             records = records.filter(~F.coalesce(F.col(f"`{IS_DELETED_COL}`"), F.lit(False)))
         self._input = records
-        paths = partition_path_udf(keygen, check_keys=False)
-        return records.withColumn(PARTITION_PATH_COL, paths(_key_struct(keygen.partition_fields))) \
-            .withColumn(OP_COL, F.lit(OP_UPSERT))
+        return records.withColumn(OP_COL, F.lit(OP_UPSERT))
 
     def count(self, tagged: DataFrame) -> list[tuple[str, str | None, int]]:
         if not self.keys_in_tasks:
             return super().count(tagged)
+        from pyspark.sql import functions as F
+
         assert self._input is not None and self._keygen is not None
-        paths = partition_path_udf(self._keygen, check_keys=True)
-        rows = self._input.select(paths(_key_struct(self._keygen.key_columns())).alias(
-            PARTITION_PATH_COL)).groupBy(PARTITION_PATH_COL).count().collect()
-        return [(r[0], None, int(r[1])) for r in rows]
+        kg, records = self._keygen, self._input
+        bad = _bad_key_condition(records, kg)
+        fields = list(kg.partition_fields)
+        groups = records.groupBy(*(F.col(f"`{f}`") for f in fields)).agg(
+            F.count(F.lit(1)).alias("__n"), F.sum(bad.cast("long")).alias("__bad")).toArrow()
+        if groups.num_rows and pc.sum(groups.column("__bad")).as_py():
+            # the key generator's own error for the first bad record
+            kg.record_keys(records.filter(bad).limit(1).toArrow())
+            raise AssertionError("a record key counted bad passed the key generator")  # pragma: no cover
+        if fields:  # in a stable order: an unsafe value is named the same way every time
+            groups = groups.sort_by([(f, "ascending") for f in fields])
+        raw = groups.select(fields)
+        paths = kg.partition_paths(raw) if fields else pa.array([""] * groups.num_rows, pa.string())
+        self._paths = raw.append_column(PARTITION_PATH_COL, paths)
+        counts: dict[str, int] = defaultdict(int)
+        for p, n in zip(paths.to_pylist(), groups.column("__n").to_pylist(), strict=True):
+            counts[p] += n
+        return [(p, None, n) for p, n in counts.items()]
+
+    def write(self, tagged: DataFrame, buckets: list[Bucket]) -> list[WriteStat]:
+        if self.keys_in_tasks:  # each record's partition path, from its raw values (null-safe equality)
+            from pyspark.sql import functions as F
+
+            assert self._paths is not None and self._keygen is not None
+            fields = list(self._keygen.partition_fields)
+            if not fields:
+                tagged = tagged.withColumn(PARTITION_PATH_COL, F.lit(""))
+            else:
+                names = [f"__pv{i}" for i in range(len(fields))]
+                paths = self.job.spark.createDataFrame(self._paths.rename_columns([*names, PARTITION_PATH_COL]))
+                cond = [F.col(f"`{f}`").eqNullSafe(F.col(n)) for f, n in zip(fields, names, strict=True)]
+                tagged = tagged.join(F.broadcast(paths), cond, "inner").drop(*names)
+        return super().write(tagged, buckets)
 
     def insert_hash(self) -> Column:
         if not self.keys_in_tasks:
@@ -771,36 +807,42 @@ class BulkInsertProducer(WriteProducer):
         return bulk_insert_task(ctx, self._keygen)
 
 
-def _key_struct(fields: tuple[str, ...]) -> Column:
-    """The input columns ``fields`` (key generator fields: top-level columns) as one struct column."""
+def _groups_exactly(t: pa.DataType) -> bool:
+    """Whether Spark groups values of type ``t`` exactly as their partition paths differ (equal values, equal
+    strings): strings, integers, booleans, dates. Not floating point (Spark groups -0.0 with 0.0), nor decimals
+    or timestamps (kept on the general path)."""
+    return (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_integer(t)
+            or pa.types.is_boolean(t) or pa.types.is_date32(t))
+
+
+def _bad_key_condition(records: DataFrame, kg: KeyGenerator) -> Column:
+    """True for a record whose record key the key generator refuses (null or empty; with the complex encoding,
+    every field null or empty)."""
     from pyspark.sql import functions as F
 
-    if not fields:  # a non-partitioned table's paths read no column
-        return F.struct(F.lit(None).alias("__none"))
-    return F.struct(*(F.col(f"`{c}`") for c in dict.fromkeys(fields)))
+    string_cols = {f.name for f in records.schema.fields if f.dataType.typeName() == "string"}
 
+    def missing(f: str) -> Column:
+        c = F.col(f"`{f}`")
+        return (c.isNull() | (c == F.lit(""))) if f in string_cols else c.isNull()
 
-def partition_path_udf(keygen: KeyGenerator, check_keys: bool) -> Any:
-    """A scalar Arrow UDF of :func:`_key_struct` giving each record's partition path (its key generator's, with
-    its checks); ``check_keys``: also make (and so check) the record keys, raising for a null or empty one."""
-    from pyspark.sql.functions import arrow_udf
-
-    def paths(cols: pa.Array) -> pa.Array:
-        batch = pa.RecordBatch.from_struct_array(cols)
-        if check_keys:
-            keygen.record_keys(batch)
-        return keygen.partition_paths(batch)
-
-    return arrow_udf(paths, "string")  # type: ignore[call-overload]
+    fields = kg.record_key_fields
+    if not kg.complex_key_encoding:
+        return missing(fields[0])
+    cond = missing(fields[0])
+    for f in fields[1:]:
+        cond = cond & missing(f)
+    return cond
 
 
 def bulk_insert_task(ctx: WriteContext, keygen: KeyGenerator) -> Callable[[pa.Table], pa.Table]:
     """``applyInArrow`` function of a bulk insert: one bucket's records, without record keys yet: their keys
-    made (as the planning counts checked them), then written by :func:`write_bucket`."""
+    and partition paths made by the key generator (the path must be the bucket's), then written by
+    :func:`write_bucket`."""
 
     def run(t: pa.Table) -> pa.Table:
         bucket = ctx.buckets[int(t.column(BUCKET_COL)[0].as_py())]
-        if not pc.all(pc.equal(t.column(PARTITION_PATH_COL), bucket.partition)).as_py():
+        if not pc.all(pc.equal(keygen.partition_paths(t), bucket.partition)).as_py():
             raise RuntimeError(f"bulk insert: records routed to bucket {bucket.id} are not all of its partition "
                                f"{bucket.partition!r}")
         return write_bucket(ctx, t.append_column(RECORD_KEY_COL, keygen.record_keys(t)))

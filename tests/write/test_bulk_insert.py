@@ -1,5 +1,5 @@
 """bulk_insert makes record keys in its write tasks (the planning counts read only the key and partition
-columns): the keys and partition paths it writes are the key generator's for every kind of key (a string field,
+columns, grouped by their raw values): the keys and partition paths it writes are the key generator's for every kind of key (a string field,
 several fields, an integer), records flagged ``_hoodie_is_deleted`` are left out, and the combined
 path (``hoodie.combine.before.insert``) writes the same records. Read back by hudi-rs."""
 
@@ -30,6 +30,8 @@ def _input() -> pa.Table:
         "id": pa.array(range(n), pa.int64()),
         "region": pa.array([["eu", "us", None, ""][i % 4] for i in range(n)]),
         "day": pa.array([f"2026/11/{1 + i % 3:02d}" for i in range(n)]),
+        "k2": pa.array([[None, "", "x"][i % 3] for i in range(n)]),  # a complex key's field may be null or empty
+        "fare": pa.array([[0.0, -0.0, 1.5, float("nan")][i % 4] for i in range(n)]),
         "ts": pa.array([i % 5 for i in range(n)], pa.int64()),
         "_hoodie_is_deleted": pa.array([i % 10 == 3 for i in range(n)]),
     })
@@ -37,11 +39,13 @@ def _input() -> pa.Table:
 
 KEYGENS = {
     "simple": {"hoodie.datasource.write.recordkey.field": "k", "hoodie.datasource.write.partitionpath.field": "day"},
-    "complex": {"hoodie.datasource.write.recordkey.field": "id,k",
+    "complex": {"hoodie.datasource.write.recordkey.field": "k2,k",
                 "hoodie.datasource.write.partitionpath.field": "region,day",
                 "hoodie.datasource.write.hive_style_partitioning": "true"},
     "integer": {"hoodie.datasource.write.recordkey.field": "id", "hoodie.datasource.write.partitionpath.field": "region",
                 "hoodie.datasource.write.partitionpath.urlencode": "true"},
+    # Spark groups -0.0 with 0.0, whose partition paths differ: such a partition column takes the general path
+    "float": {"hoodie.datasource.write.recordkey.field": "k", "hoodie.datasource.write.partitionpath.field": "fare"},
     "unpartitioned": {"hoodie.datasource.write.recordkey.field": "id", "hoodie.datasource.write.partitionpath.field": ""},
 }
 

@@ -83,6 +83,7 @@ def test_report_scenario(spark, tmp_path: Path, operation: str) -> None:  # type
     opts = _options("plain", False)
     table = Table.create(str(parent / "t"), SCHEMA, opts)
     before = snapshot(tmp_path)
+    # the first unsafe value in the input's order (a bulk insert finds them among the distinct values, sorted)
     with pytest.raises(InvalidInputError, match=re.escape(
         "partition column 'p' has the value '../../escaped', which makes the partition path '../../escaped' that "
         f"has a '..' segment; a table created with {URLENCODE}=true stores such values url-encoded"
