@@ -8,6 +8,8 @@ parquet input files) are loaded three ways in one process, alternating, ``--repe
 - ``spark``: Spark's own partitioned parquet write of the same rows, sorted by key within each partition as a
   bulk insert sorts them: ``spark.read.parquet(input).repartition("dt").sortWithinPartitions("id")
   .write.partitionBy("dt").parquet(...)``;
+- ``spark_gzip``: the same with ``compression=gzip``, the codec of Hudi's default
+  (``hoodie.parquet.compression.codec=gzip``) that pyhudi's files use; Spark's own default is snappy;
 - ``delta``: delta-rs ``write_deltalake(path, <the input as an Arrow stream>, partition_by=["dt"])``.
 
 Each size gets one unmeasured warm-up load of each kind first (the session's first jobs start Python workers and
@@ -63,10 +65,12 @@ def load_pyhudi(spark: Any, inp: str, out: str) -> dict[str, Any]:
     return {"wall_s": round(wall, 3), "timings_s": res.get("timings_s"), "files": res.get("files_written")}
 
 
-def load_spark(spark: Any, inp: str, out: str) -> dict[str, Any]:
+def load_spark(spark: Any, inp: str, out: str, codec: str | None = None) -> dict[str, Any]:
     t0 = time.perf_counter()
-    (spark.read.parquet(inp).repartition("dt").sortWithinPartitions("id")
-     .write.partitionBy("dt").mode("error").parquet(out))
+    w = spark.read.parquet(inp).repartition("dt").sortWithinPartitions("id").write.partitionBy("dt").mode("error")
+    if codec:
+        w = w.option("compression", codec)
+    w.parquet(out)
     return {"wall_s": round(time.perf_counter() - t0, 3)}
 
 
@@ -90,7 +94,7 @@ def main() -> None:
     from pyhudi.bench.peers import versions
     from pyhudi.spark.session import get_spark
 
-    kinds = ["pyhudi", "spark"] + ([] if a.no_delta else ["delta"])
+    kinds = ["pyhudi", "spark", "spark_gzip"] + ([] if a.no_delta else ["delta"])
     work = tempfile.mkdtemp(prefix="bench-bulk-", dir=a.work_dir)
     result: dict[str, Any] = {"repeat": a.repeat, "options": OPTIONS, "sizes": {}}
     try:
@@ -104,8 +108,8 @@ def main() -> None:
             for r in range(a.repeat + 1):  # round 0: warm-up, not measured
                 for k in kinds:
                     out = os.path.join(work, f"{k}-{rows}-{r}")
-                    m = (load_pyhudi(spark, inp, out) if k == "pyhudi" else load_spark(spark, inp, out)
-                         if k == "spark" else load_delta(inp, out))
+                    m = (load_pyhudi(spark, inp, out) if k == "pyhudi" else load_delta(inp, out) if k == "delta"
+                         else load_spark(spark, inp, out, "gzip" if k == "spark_gzip" else None))
                     shutil.rmtree(out, ignore_errors=True)
                     _log(f"{rows} rows, {k}{' (warm-up)' if r == 0 else ''}: {m['wall_s']:.2f} s {m.get('timings_s') or ''}")
                     if r > 0:
@@ -120,6 +124,7 @@ def main() -> None:
                 for s in (runs["pyhudi"][0]["timings_s"] or {})
             }
             size["pyhudi_over_spark"] = round(size["pyhudi"]["median_s"] / size["spark"]["median_s"], 2)
+            size["pyhudi_over_spark_gzip"] = round(size["pyhudi"]["median_s"] / size["spark_gzip"]["median_s"], 2)
             if "delta" in size:
                 size["pyhudi_over_delta"] = round(size["pyhudi"]["median_s"] / size["delta"]["median_s"], 2)
             result["sizes"][str(rows)] = size

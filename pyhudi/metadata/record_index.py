@@ -311,13 +311,16 @@ DRIVER_UPDATE_MAX_KEYS = 250_000
 
 
 def write_updates(spark, status_df, storage: Storage, mdt_path: str, instant: str, n: int, parallelism: int,
-                  changed: int | None = None, deleted: int | None = None) -> list[dict]:
+                  changed: int | None = None, deleted: int | None = None,
+                  locations: list[tuple[str, str]] | None = None) -> list[dict]:
     """Append one log file per touched record-index file group for the commit ``instant``: new mappings for
     inserted keys, delete markers for deleted keys (a key both deleted and inserted, i.e. moved, keeps only
     its new mapping). Written by a Spark job over the WriteStatus rows, or, for a commit of at most
     :data:`DRIVER_UPDATE_MAX_KEYS` changed keys, from the driver (the same files); returns one stat per log file.
     ``changed``: that number when the caller counted it already (no Spark job to count it here); ``deleted``:
-    the number of deleted keys among them, when counted (0: the job reads no deleted keys and joins nothing)."""
+    the number of deleted keys among them, when counted (0: the job reads no deleted keys and joins nothing);
+    ``locations``: every (partition, file id) the WriteStatus rows insert keys into: with no deleted keys, the job
+    then carries each key's location as a number into that list instead of its two strings."""
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import from_arrow_schema
 
@@ -332,6 +335,9 @@ def write_updates(spark, status_df, storage: Storage, mdt_path: str, instant: st
         lists = status_df.select("partition", "file_id", "inserted_keys", "deleted_keys").toArrow()
         return _write_updates_here(lists, storage, mdt_path, instant, t_ms, n)
 
+    tasks = file_group_tasks(n, parallelism)
+    if deleted == 0 and locations is not None:
+        return _write_inserts(status_df, storage, mdt_path, instant, t_ms, n, tasks, locations)
     ins = status_df.select("partition", "file_id", F.explode("inserted_keys").alias("key"))
     if deleted == 0:
         rows = ins
@@ -342,7 +348,6 @@ def write_updates(spark, status_df, storage: Storage, mdt_path: str, instant: st
             .select(F.lit(None).cast("string").alias("partition"), F.lit(None).cast("string").alias("file_id"), "key")
         )
         rows = ins.unionByName(dels)
-    tasks = file_group_tasks(n, parallelism)
     in_schema = pa.schema([("partition", pa.string()), ("file_id", pa.string()), ("key", pa.string()),
                            (_FG_COL, pa.int32()), (ROUTE_COL, pa.int32())])
     with_fg = rows.mapInArrow(add_file_group_task("key", n, tasks), from_arrow_schema(in_schema))
@@ -353,6 +358,52 @@ def write_updates(spark, status_df, storage: Storage, mdt_path: str, instant: st
 
     out = by_file_group(with_fg, tasks, write_group, STAT_SCHEMA)
     return [r.asDict() for r in out.collect()]
+
+
+_LOC_COL = "__loc"
+
+
+def inserted_keys_task(n: int, partitions: int, locations: list[tuple[str, str]]):
+    """mapInArrow function: WriteStatus rows (partition, file id, inserted keys) -> one row per inserted key: the
+    key, the index of its location in ``locations``, its record-index file group and route."""
+    index = {loc: i for i, loc in enumerate(locations)}
+
+    def run(batches):
+        for b in batches:
+            lists = b.column("inserted_keys")
+            counts = pc.list_value_length(lists).fill_null(0).to_numpy(zero_copy_only=False)
+            parts, fids = b.column("partition").to_pylist(), b.column("file_id").to_pylist()
+            for i in np.flatnonzero(counts):
+                loc = index.get((parts[i], fids[i]))
+                if loc is None:
+                    raise RuntimeError(f"record index: keys inserted into {fids[i]!r} of partition {parts[i]!r}, "
+                                       "a file group the commit does not list")
+                keys = lists[int(i)].values.cast(pa.string())
+                out = pa.RecordBatch.from_arrays([keys, pa.array(np.full(len(keys), loc, np.int32))],
+                                                 names=["key", _LOC_COL])
+                yield _with_file_group(out, file_groups_of(keys, n), partitions)
+
+    return run
+
+
+def _write_inserts(status_df, storage: Storage, mdt_path: str, instant: str, t_ms: int, n: int, tasks: int,
+                   locations: list[tuple[str, str]]) -> list[dict]:
+    """:func:`write_updates` of a commit that deletes no key: one row per inserted key, its location a number."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    schema = pa.schema([("key", pa.string()), (_LOC_COL, pa.int32()), (_FG_COL, pa.int32()), (ROUTE_COL, pa.int32())])
+    rows = status_df.select("partition", "file_id", "inserted_keys").mapInArrow(
+        inserted_keys_task(n, tasks, locations), from_arrow_schema(schema))
+    loc_parts = pa.array([p for p, _ in locations], pa.string())
+    loc_fids = pa.array([f for _, f in locations], pa.string())
+
+    def write_group(t: pa.Table) -> pa.Table:
+        loc = t.column(_LOC_COL)
+        t = t.append_column("partition", loc_parts.take(loc)).append_column("file_id", loc_fids.take(loc))
+        stat = _write_group_log(storage, mdt_path, instant, t_ms, int(t.column(_FG_COL)[0].as_py()), t)
+        return pa.Table.from_pylist([stat], schema=STAT_SCHEMA)
+
+    return [r.asDict() for r in by_file_group(rows, tasks, write_group, STAT_SCHEMA).collect()]
 
 
 def _write_group_log(storage: Storage, mdt_path: str, instant: str, t_ms: int, fg: int, t: pa.Table) -> dict:
@@ -592,7 +643,7 @@ def record_index_lookup(
 
 def record_index_updates(
     storage: Storage, base_path: str, status_df: Any, spark: Any, instant: str, parallelism: int,
-    changed: int | None = None, deleted: int | None = None,
+    changed: int | None = None, deleted: int | None = None, locations: list[tuple[str, str]] | None = None,
 ) -> Callable[[], dict[str, list[dict[str, Any]]]]:
     """The record-index part of a commit's metadata deltacommit: new mappings and delete markers from the
     WriteStatus key lists, written by Spark tasks (one log file per touched file group). Whether there is an
@@ -615,6 +666,6 @@ def record_index_updates(
             return {}
         with task_errors():
             return {RECORD_INDEX: write_updates(spark, status_df, storage, metadata_base_path(base_path), instant, n,
-                                                parallelism, changed, deleted)}
+                                                parallelism, changed, deleted, locations)}
 
     return run

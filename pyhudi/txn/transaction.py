@@ -453,7 +453,9 @@ class WriteTransaction:
                 if getattr(producer, "status_df", None) is not None:
                     rli = record_index_updates(self.storage, self.base_path, producer.status_df, job.spark,
                                                self.instant, job.parallelism, changed=producer.index_changes,
-                                               deleted=producer.index_deletes)
+                                               deleted=producer.index_deletes,
+                                               locations=sorted({(s.partition, s.file_id) for s in stats
+                                                                 if s.num_inserts}))
                 from pyhudi.metadata.column_stats import decode_cells
 
                 cells = [{"key": k, "value": v} for st in stats for k, v in st.column_stats]

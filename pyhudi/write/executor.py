@@ -141,9 +141,9 @@ def write_bucket(ctx: WriteContext, incoming: pa.Table) -> pa.Table:
         min_key=written.min_record_key,
         max_key=written.max_record_key,
         runtime_ms=int((time.monotonic() - t0) * 1000),
-        inserted_keys=inserted.to_pylist(),
-        updated_keys=updated.to_pylist(),
-        deleted_keys=deleted.to_pylist(),
+        inserted_keys=inserted,
+        updated_keys=updated,
+        deleted_keys=deleted,
         column_stats=cells,
     )
 

@@ -95,6 +95,14 @@ class WriteStat:
 
 
 def status_row(**values: Any) -> pa.Table:
-    """One WriteStatus as a one-row Arrow table (``column_stats`` may be left out)."""
+    """One WriteStatus as a one-row Arrow table (``column_stats`` may be left out; a key list may be given as an
+    Arrow string array, which is used as it is, never converted to Python objects)."""
     values.setdefault("column_stats", None)
-    return pa.Table.from_pylist([values], schema=WRITE_STATUS_SCHEMA)
+    arrays = {k: values.pop(k) for k in KEY_LISTS if isinstance(values.get(k), (pa.Array, pa.ChunkedArray))}
+    row = pa.Table.from_pylist([{**values, **{k: [] for k in arrays}}], schema=WRITE_STATUS_SCHEMA)
+    for k, keys in arrays.items():
+        keys = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
+        keys = keys.cast(pa.string())
+        lists = pa.ListArray.from_arrays(pa.array([0, len(keys)], pa.int32()), keys)
+        row = row.set_column(row.schema.get_field_index(k), WRITE_STATUS_SCHEMA.field(k), lists)
+    return row
