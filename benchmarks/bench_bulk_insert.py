@@ -12,8 +12,8 @@ parquet input files) are loaded three ways in one process, alternating, ``--repe
   (``hoodie.parquet.compression.codec=gzip``) that pyhudi's files use; Spark's own default is snappy;
 - ``delta``: delta-rs ``write_deltalake(path, <the input as an Arrow stream>, partition_by=["dt"])``.
 
-Each size gets one unmeasured warm-up load of each kind first (the session's first jobs start Python workers and
-compile code). Prints one JSON object and stores it in benchmarks/results/bulk_insert.json (``--out``): per size
+Each size gets ``--warmup`` unmeasured loads of each kind first (default 1: the session's first jobs start
+Python workers and compile code). Prints one JSON object and stores it in benchmarks/results/bulk_insert.json (``--out``): per size
 the median wall seconds, rows/s, ``pyhudi``'s stage timings and the ratio to Spark's own write.
 """
 
@@ -86,6 +86,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", default="200000,2000000", help="comma-separated table sizes")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--warmup", type=int, default=1, help="unmeasured loads of each kind before the measured ones")
     ap.add_argument("--no-delta", action="store_true")
     ap.add_argument("--work-dir", default=None)
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "bulk_insert.json"))
@@ -96,7 +97,7 @@ def main() -> None:
 
     kinds = ["pyhudi", "spark", "spark_gzip"] + ([] if a.no_delta else ["delta"])
     work = tempfile.mkdtemp(prefix="bench-bulk-", dir=a.work_dir)
-    result: dict[str, Any] = {"repeat": a.repeat, "options": OPTIONS, "sizes": {}}
+    result: dict[str, Any] = {"repeat": a.repeat, "warmup": a.warmup, "options": OPTIONS, "sizes": {}}
     try:
         spark = get_spark()
         for rows in (int(s) for s in a.rows.split(",")):
@@ -105,14 +106,15 @@ def main() -> None:
             generate(inp, rows)
             _log(f"{rows} rows generated in {time.perf_counter() - t0:.1f} s")
             runs: dict[str, list[dict[str, Any]]] = {k: [] for k in kinds}
-            for r in range(a.repeat + 1):  # round 0: warm-up, not measured
+            for r in range(a.warmup + a.repeat):  # the first --warmup rounds are not measured
                 for k in kinds:
                     out = os.path.join(work, f"{k}-{rows}-{r}")
                     m = (load_pyhudi(spark, inp, out) if k == "pyhudi" else load_delta(inp, out) if k == "delta"
                          else load_spark(spark, inp, out, "gzip" if k == "spark_gzip" else None))
                     shutil.rmtree(out, ignore_errors=True)
-                    _log(f"{rows} rows, {k}{' (warm-up)' if r == 0 else ''}: {m['wall_s']:.2f} s {m.get('timings_s') or ''}")
-                    if r > 0:
+                    _log(f"{rows} rows, {k}{' (warm-up)' if r < a.warmup else ''}: {m['wall_s']:.2f} s "
+                         f"{m.get('timings_s') or ''}")
+                    if r >= a.warmup:
                         runs[k].append(m)
             size: dict[str, Any] = {}
             for k in kinds:
