@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
 import statistics
 import sys
@@ -92,7 +91,7 @@ def main() -> None:
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "bulk_insert.json"))
     a = ap.parse_args()
 
-    from pyhudi.bench.peers import versions
+    from pyhudi.bench.peers import store_result
     from pyhudi.spark.session import get_spark
 
     kinds = ["pyhudi", "spark", "spark_gzip"] + ([] if a.no_delta else ["delta"])
@@ -135,10 +134,7 @@ def main() -> None:
         spark.stop()
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    result["machine"] = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
-    result["versions"] = versions()
-    Path(a.out).write_text(json.dumps(result, indent=2) + "\n")
-    print(json.dumps(result))
+    store_result(result, a.out)
 
 
 if __name__ == "__main__":

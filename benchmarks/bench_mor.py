@@ -17,9 +17,7 @@ Prints one JSON object and stores it in benchmarks/results/mor.json (``--out``).
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import shutil
 import statistics
 import sys
@@ -149,7 +147,7 @@ def main() -> None:
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "mor.json"))
     a = ap.parse_args()
 
-    from pyhudi.bench.peers import versions
+    from pyhudi.bench.peers import store_result
     from pyhudi.spark.session import get_spark
     from pyhudi.table.table import Table
 
@@ -196,10 +194,7 @@ def main() -> None:
             result.setdefault("first_upsert_s", {})[k] = result[k]["first_upsert_s"]
     if "delta" in result and "mor" in result:
         result["delta_over_mor_steady"] = round(result["delta"]["steady_median_s"] / result["mor"]["steady_median_s"], 2)
-    result["machine"] = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
-    result["versions"] = versions()
-    Path(a.out).write_text(json.dumps(result, indent=2) + "\n")
-    print(json.dumps(result))
+    store_result(result, a.out)
 
 
 if __name__ == "__main__":

@@ -62,6 +62,20 @@ def versions() -> dict[str, str | None]:
     return out
 
 
+def store_result(result: dict[str, Any], out: str) -> None:
+    """Record the machine and the peers' versions in a benchmark's ``result``, store it as JSON at ``out`` and
+    print it on one line."""
+    import json
+    import os
+    import platform
+    from pathlib import Path
+
+    result["machine"] = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    result["versions"] = versions()
+    Path(out).write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result))
+
+
 def _month_batches(input_dir: str) -> Iterator[pa.Table]:
     """The input rows a month at a time (grouped by partition, so each append writes one file per day)."""
     ds = pads.dataset(input_dir, format="parquet")
