@@ -738,19 +738,46 @@ class BulkInsertProducer(WriteProducer):
     def prepare(self, df: DataFrame) -> DataFrame:
         from pyspark.sql import functions as F
 
+        from pyhudi.spark.session import arrow_schema
+
         data_cols = self.validate_columns(df.columns)
         keygen = KeyGenerator.from_options(self.cfg.options)
-        self.keys_in_tasks = not getattr(self.cfg, self.combine_option) and all(
-            f in data_cols and _groups_exactly(_arrow_field(df, f"`{f}`").type) for f in keygen.partition_fields
-        ) and all(f in data_cols for f in keygen.record_key_fields)
+        self.keys_in_tasks = self._keys_in_tasks(df, data_cols, keygen)
         if not self.keys_in_tasks:
             return super().prepare(df)
+        # what the key generator refuses for its type alone (a binary or struct key...) is refused here, on the
+        # driver, before anything is written
+        types = arrow_schema(df.select(*(_col(f) for f in keygen.key_columns())))
+        keygen.record_keys(types.empty_table())
         self._keygen = keygen
-        records = df.select(*(F.col(f"`{c}`") for c in data_cols))
+        records = df.select(*(_col(c) for c in data_cols))
         if IS_DELETED_COL in data_cols:  # records flagged deleted are not inserted
-            records = records.filter(~F.coalesce(F.col(f"`{IS_DELETED_COL}`"), F.lit(False)))
+            records = records.filter(~F.coalesce(_col(IS_DELETED_COL), F.lit(False)))
         self._input = records
         return records.withColumn(OP_COL, F.lit(OP_UPSERT))
+
+    def _keys_in_tasks(self, df: DataFrame, data_cols: list[str], keygen: KeyGenerator) -> bool:
+        """Whether this bulk insert may leave its records' keys to the write tasks: a batch that is not combined,
+        whose partition columns Spark groups exactly as their partition paths differ, whose columns have the
+        table's types already (a conversion, which may fail on a value, stays before the write) and whose
+        ``_hoodie_is_deleted`` flag, if any, is a boolean."""
+        from pyspark.sql.types import BooleanType
+
+        if getattr(self.cfg, self.combine_option):
+            return False
+        fields = {f.name: f.dataType for f in df.schema.fields}
+        parts = keygen.partition_fields
+        if len(set(parts)) != len(parts) or not all(f in data_cols and _groups_exactly(fields[f]) for f in parts):
+            return False
+        if not all(f in data_cols for f in keygen.record_key_fields):
+            return False
+        if IS_DELETED_COL in data_cols and not isinstance(fields[IS_DELETED_COL], BooleanType):
+            return False
+        from pyhudi.spark.session import arrow_schema
+
+        given = arrow_schema(df.select(*(_col(c) for c in data_cols)))
+        table = self.job.data_schema
+        return all(c not in table.names or given.field(c).type == table.field(c).type for c in data_cols)
 
     def count(self, tagged: DataFrame) -> list[tuple[str, str | None, int]]:
         if not self.keys_in_tasks:
@@ -761,9 +788,9 @@ class BulkInsertProducer(WriteProducer):
         kg, records = self._keygen, self._input
         bad = _bad_key_condition(records, kg)
         fields = list(kg.partition_fields)
-        groups = records.groupBy(*(F.col(f"`{f}`") for f in fields)).agg(
-            F.count(F.lit(1)).alias("__n"), F.sum(bad.cast("long")).alias("__bad")).toArrow()
-        if groups.num_rows and pc.sum(groups.column("__bad")).as_py():
+        groups = records.groupBy(*(_col(f) for f in fields)).agg(
+            F.count(F.lit(1)).alias("__pyhudi_n"), F.sum(bad.cast("long")).alias("__pyhudi_bad")).toArrow()
+        if groups.num_rows and pc.sum(groups.column("__pyhudi_bad")).as_py():
             # the key generator's own error for the first bad record
             kg.record_keys(records.filter(bad).limit(1).toArrow())
             raise AssertionError("a record key counted bad passed the key generator")  # pragma: no cover
@@ -773,24 +800,31 @@ class BulkInsertProducer(WriteProducer):
         paths = kg.partition_paths(raw) if fields else pa.array([""] * groups.num_rows, pa.string())
         self._paths = raw.append_column(PARTITION_PATH_COL, paths)
         counts: dict[str, int] = defaultdict(int)
-        for p, n in zip(paths.to_pylist(), groups.column("__n").to_pylist(), strict=True):
+        for p, n in zip(paths.to_pylist(), groups.column("__pyhudi_n").to_pylist(), strict=True):
             counts[p] += n
         return [(p, None, n) for p, n in counts.items()]
 
     def write(self, tagged: DataFrame, buckets: list[Bucket]) -> list[WriteStat]:
-        if self.keys_in_tasks:  # each record's partition path, from its raw values (null-safe equality)
-            from pyspark.sql import functions as F
+        if not self.keys_in_tasks or not buckets:
+            return super().write(tagged, buckets)
+        from pyspark.sql import functions as F
 
-            assert self._paths is not None and self._keygen is not None
-            fields = list(self._keygen.partition_fields)
-            if not fields:
-                tagged = tagged.withColumn(PARTITION_PATH_COL, F.lit(""))
-            else:
-                names = [f"__pv{i}" for i in range(len(fields))]
-                paths = self.job.spark.createDataFrame(self._paths.rename_columns([*names, PARTITION_PATH_COL]))
-                cond = [F.col(f"`{f}`").eqNullSafe(F.col(n)) for f, n in zip(fields, names, strict=True)]
-                tagged = tagged.join(F.broadcast(paths), cond, "inner").drop(*names)
-        return super().write(tagged, buckets)
+        assert self._paths is not None and self._keygen is not None
+        fields = list(self._keygen.partition_fields)
+        if not fields:
+            tagged = tagged.withColumn(PARTITION_PATH_COL, F.lit(""))
+        else:  # each record's partition path, from its raw values (null-safe equality)
+            names = [f"__pyhudi_pv{i}" for i in range(len(fields))]
+            paths = self.job.spark.createDataFrame(self._paths.rename_columns([*names, PARTITION_PATH_COL]))
+            cond = [_col(f).eqNullSafe(F.col(n)) for f, n in zip(fields, names, strict=True)]
+            tagged = tagged.join(F.broadcast(paths), cond, "inner").drop(*names)
+        stats = super().write(tagged, buckets)
+        written = sum(s.num_inserts for s in stats)
+        if written != self._planned_rows:  # the input was read twice: it must have been the same both times
+            raise InvalidInputError(
+                f"bulk_insert into {self.job.base_path}: the input gave {self._planned_rows} records to plan the "
+                f"write and {written} to write it (a source that changes between reads); nothing was committed")
+        return stats
 
     def insert_hash(self) -> Column:
         if not self.keys_in_tasks:
@@ -798,7 +832,7 @@ class BulkInsertProducer(WriteProducer):
         from pyspark.sql import functions as F
 
         assert self._keygen is not None
-        return F.xxhash64(*(F.col(f"`{f}`") for f in self._keygen.record_key_fields))
+        return F.xxhash64(*(_col(f) for f in self._keygen.record_key_fields))
 
     def bucket_task(self, ctx: WriteContext) -> Callable[[pa.Table], pa.Table]:
         if not self.keys_in_tasks:
@@ -807,12 +841,31 @@ class BulkInsertProducer(WriteProducer):
         return bulk_insert_task(ctx, self._keygen)
 
 
-def _groups_exactly(t: pa.DataType) -> bool:
-    """Whether Spark groups values of type ``t`` exactly as their partition paths differ (equal values, equal
-    strings): strings, integers, booleans, dates. Not floating point (Spark groups -0.0 with 0.0), nor decimals
-    or timestamps (kept on the general path)."""
-    return (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_integer(t)
-            or pa.types.is_boolean(t) or pa.types.is_date32(t))
+def _col(name: str) -> Column:
+    """A column by its exact name (dots, spaces and backticks taken literally)."""
+    from pyspark.sql import functions as F
+
+    return F.col("`" + name.replace("`", "``") + "`")
+
+
+def _groups_exactly(t: Any) -> bool:
+    """Whether Spark groups values of Spark type ``t`` exactly as their partition paths differ (equal values,
+    equal strings): strings of the default (binary) collation, integers, booleans, dates. Not floating point
+    (Spark groups -0.0 with 0.0), collated strings (``UTF8_LCASE`` groups "A" with "a"), decimals or
+    timestamps (kept on the general path)."""
+    from pyspark.sql.types import (
+        BooleanType,
+        ByteType,
+        DateType,
+        IntegerType,
+        LongType,
+        ShortType,
+        StringType,
+    )
+
+    if isinstance(t, StringType):
+        return getattr(t, "collation", "UTF8_BINARY") in (None, "UTF8_BINARY")
+    return isinstance(t, (ByteType, ShortType, IntegerType, LongType, BooleanType, DateType))
 
 
 def _bad_key_condition(records: DataFrame, kg: KeyGenerator) -> Column:
@@ -823,7 +876,7 @@ def _bad_key_condition(records: DataFrame, kg: KeyGenerator) -> Column:
     string_cols = {f.name for f in records.schema.fields if f.dataType.typeName() == "string"}
 
     def missing(f: str) -> Column:
-        c = F.col(f"`{f}`")
+        c = _col(f)
         return (c.isNull() | (c == F.lit(""))) if f in string_cols else c.isNull()
 
     fields = kg.record_key_fields

@@ -89,3 +89,48 @@ def test_avro_record_name_of_any_table_name() -> None:
     assert record_name("trips") == ("trips_record", "hoodie.trips")
     assert record_name("my-table") == ("my__table_record", "hoodie.my__table")
     assert record_name("2026.sales") == ("__026__sales_record", "hoodie.__026__sales")
+
+
+def test_empty_input(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    src = _input().slice(0, 0)
+    opts = {"hoodie.table.ordering.fields": "ts", **KEYGENS["simple"]}
+    path = str(tmp_path / "t")
+    res = Table.create(path, src.schema, opts).write(spark.createDataFrame(src, schema="k string, id long, "
+                                                     "region string, day string, k2 string, fare double, ts long, "
+                                                     "_hoodie_is_deleted boolean"), "bulk_insert", opts)
+    assert (res.inserted, res.files_written) == (0, 0)
+
+
+def test_an_input_that_changes_between_its_reads_is_not_committed(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """bulk_insert reads its input twice (planning counts, then the write): records the second read gives that
+    the first did not, or lacks, fail the write before its commit instead of being dropped or misplaced."""
+    import random
+
+    from pyspark.sql import functions as F
+
+    from pyhudi.errors import InvalidInputError
+
+    src = _input().drop_columns(["_hoodie_is_deleted"])
+    opts = {"hoodie.table.ordering.fields": "ts", **KEYGENS["simple"]}
+    path = str(tmp_path / "t")
+    table = Table.create(path, src.schema, opts)
+    coin = F.udf(lambda: random.random() < 0.5, "boolean").asNondeterministic()
+    with pytest.raises(InvalidInputError, match="nothing was committed"):
+        table.write(spark.createDataFrame(src).filter(coin()), "bulk_insert", opts)
+    assert not [i for i in Table.open(path).timeline() if i.is_completed]
+    assert hudi_rs_read(path).num_rows == 0
+
+
+def test_a_key_column_of_a_type_keys_cannot_have_is_refused_before_writing(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from pyhudi.errors import InvalidInputError
+    from tests.support.tree import snapshot
+
+    src = pa.table({"s": pa.array([{"a": 1}, {"a": 2}]), "day": ["d1", "d2"], "ts": pa.array([1, 2], pa.int64())})
+    opts = {"hoodie.table.ordering.fields": "ts", "hoodie.datasource.write.recordkey.field": "s",
+            "hoodie.datasource.write.partitionpath.field": "day"}
+    path = str(tmp_path / "t")
+    table = Table.create(path, src.schema, opts)
+    before = snapshot(tmp_path)
+    with pytest.raises(InvalidInputError, match="cannot be used in a record key"):
+        table.write(spark.createDataFrame(src), "bulk_insert", opts)
+    assert snapshot(tmp_path) == before
