@@ -318,9 +318,9 @@ def write_updates(spark, status_df, storage: Storage, mdt_path: str, instant: st
     its new mapping). Written by a Spark job over the WriteStatus rows, or, for a commit of at most
     :data:`DRIVER_UPDATE_MAX_KEYS` changed keys, from the driver (the same files); returns one stat per log file.
     ``changed``: that number when the caller counted it already (no Spark job to count it here); ``deleted``:
-    the number of deleted keys among them, when counted (0: the job reads no deleted keys and joins nothing);
-    ``locations``: every (partition, file id) the WriteStatus rows insert keys into: with no deleted keys, the job
-    then carries each key's location as a number into that list instead of its two strings."""
+    the number of deleted keys among them, when counted, and ``locations``: every (partition, file id) the
+    WriteStatus rows insert keys into: with both given and no deleted keys, the job reads no deleted keys, joins
+    nothing, and carries each key's location as a number into ``locations`` instead of its two strings."""
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import from_arrow_schema
 
@@ -339,15 +339,12 @@ def write_updates(spark, status_df, storage: Storage, mdt_path: str, instant: st
     if deleted == 0 and locations is not None:
         return _write_inserts(status_df, storage, mdt_path, instant, t_ms, n, tasks, locations)
     ins = status_df.select("partition", "file_id", F.explode("inserted_keys").alias("key"))
-    if deleted == 0:
-        rows = ins
-    else:
-        dels = (
-            status_df.select(F.explode("deleted_keys").alias("key"))
-            .join(ins.select("key"), "key", "left_anti")
-            .select(F.lit(None).cast("string").alias("partition"), F.lit(None).cast("string").alias("file_id"), "key")
-        )
-        rows = ins.unionByName(dels)
+    dels = (
+        status_df.select(F.explode("deleted_keys").alias("key"))
+        .join(ins.select("key"), "key", "left_anti")
+        .select(F.lit(None).cast("string").alias("partition"), F.lit(None).cast("string").alias("file_id"), "key")
+    )
+    rows = ins.unionByName(dels)
     in_schema = pa.schema([("partition", pa.string()), ("file_id", pa.string()), ("key", pa.string()),
                            (_FG_COL, pa.int32()), (ROUTE_COL, pa.int32())])
     with_fg = rows.mapInArrow(add_file_group_task("key", n, tasks), from_arrow_schema(in_schema))

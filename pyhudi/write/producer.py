@@ -709,9 +709,9 @@ class InsertProducer(WriteProducer):
 class BulkInsertProducer(WriteProducer):
     """bulk_insert: every record to a new file group, sorted by key within it; no index lookup, no small files.
 
-    Unless the input is combined (``hoodie.combine.before.insert``) or partitioned by a column whose values Spark
-    may group unlike their partition paths (floating point, decimals, timestamps: see :func:`_groups_exactly`),
-    the records are never cached nor passed through Python before the write job: the planning counts group them
+    When the input allows it (:meth:`_input_schema_for_tasks`: not combined, partitioned by columns Spark groups
+    exactly as their partition paths differ, no type conversion needed), the records are never cached nor
+    passed through Python before the write job: the planning counts group them
     by their raw partition values in Spark, counting the bad record keys on the way, and the driver makes each
     distinct value's partition path with the key generator (refusing unsafe ones); the write job routes records
     to buckets by their raw values, and its tasks make the record keys and partition paths of the records they
@@ -731,6 +731,7 @@ class BulkInsertProducer(WriteProducer):
         self._input: DataFrame | None = None  # the input records to insert (keys in tasks)
         self._keygen: KeyGenerator | None = None
         self._paths: pa.Table | None = None  # distinct raw partition values -> partition path (keys in tasks)
+        self._strings: set[str] = set()  # the input's string columns (keys in tasks)
 
     def caches_tagged(self) -> bool:
         return not self.keys_in_tasks
@@ -738,46 +739,46 @@ class BulkInsertProducer(WriteProducer):
     def prepare(self, df: DataFrame) -> DataFrame:
         from pyspark.sql import functions as F
 
-        from pyhudi.spark.session import arrow_schema
-
         data_cols = self.validate_columns(df.columns)
         keygen = KeyGenerator.from_options(self.cfg.options)
-        self.keys_in_tasks = self._keys_in_tasks(df, data_cols, keygen)
-        if not self.keys_in_tasks:
+        given = self._input_schema_for_tasks(df, data_cols, keygen)
+        self.keys_in_tasks = given is not None
+        if given is None:
             return super().prepare(df)
         # what the key generator refuses for its type alone (a binary or struct key...) is refused here, on the
         # driver, before anything is written
-        types = arrow_schema(df.select(*(_col(f) for f in keygen.key_columns())))
-        keygen.record_keys(types.empty_table())
+        keygen.record_keys(given.empty_table().select(list(keygen.key_columns())))
         self._keygen = keygen
+        self._strings = {f.name for f in given if pa.types.is_string(f.type)}
         records = df.select(*(_col(c) for c in data_cols))
         if IS_DELETED_COL in data_cols:  # records flagged deleted are not inserted
             records = records.filter(~F.coalesce(_col(IS_DELETED_COL), F.lit(False)))
         self._input = records
         return records.withColumn(OP_COL, F.lit(OP_UPSERT))
 
-    def _keys_in_tasks(self, df: DataFrame, data_cols: list[str], keygen: KeyGenerator) -> bool:
-        """Whether this bulk insert may leave its records' keys to the write tasks: a batch that is not combined,
-        whose partition columns Spark groups exactly as their partition paths differ, whose columns have the
-        table's types already (a conversion, which may fail on a value, stays before the write) and whose
-        ``_hoodie_is_deleted`` flag, if any, is a boolean."""
+    def _input_schema_for_tasks(self, df: DataFrame, data_cols: list[str], keygen: KeyGenerator) -> pa.Schema | None:
+        """The Arrow schema of the input's data columns when this bulk insert may leave its records' keys to the
+        write tasks (else None): a batch that is not combined, whose partition columns Spark groups exactly as
+        their partition paths differ, whose columns have the table's types already (a conversion, which may fail
+        on a value, stays before the write) and whose ``_hoodie_is_deleted`` flag, if any, is a boolean."""
         from pyspark.sql.types import BooleanType
 
+        from pyhudi.spark.session import arrow_schema
+
         if getattr(self.cfg, self.combine_option):
-            return False
+            return None
         fields = {f.name: f.dataType for f in df.schema.fields}
         parts = keygen.partition_fields
         if len(set(parts)) != len(parts) or not all(f in data_cols and _groups_exactly(fields[f]) for f in parts):
-            return False
+            return None
         if not all(f in data_cols for f in keygen.record_key_fields):
-            return False
+            return None
         if IS_DELETED_COL in data_cols and not isinstance(fields[IS_DELETED_COL], BooleanType):
-            return False
-        from pyhudi.spark.session import arrow_schema
-
+            return None
         given = arrow_schema(df.select(*(_col(c) for c in data_cols)))
         table = self.job.data_schema
-        return all(c not in table.names or given.field(c).type == table.field(c).type for c in data_cols)
+        same = all(c not in table.names or given.field(c).type == table.field(c).type for c in data_cols)
+        return given if same else None
 
     def count(self, tagged: DataFrame) -> list[tuple[str, str | None, int]]:
         if not self.keys_in_tasks:
@@ -786,7 +787,7 @@ class BulkInsertProducer(WriteProducer):
 
         assert self._input is not None and self._keygen is not None
         kg, records = self._keygen, self._input
-        bad = _bad_key_condition(records, kg)
+        bad = _bad_key_condition(kg, self._strings)
         fields = list(kg.partition_fields)
         groups = records.groupBy(*(_col(f) for f in fields)).agg(
             F.count(F.lit(1)).alias("__pyhudi_n"), F.sum(bad.cast("long")).alias("__pyhudi_bad")).toArrow()
@@ -868,12 +869,10 @@ def _groups_exactly(t: Any) -> bool:
     return isinstance(t, (ByteType, ShortType, IntegerType, LongType, BooleanType, DateType))
 
 
-def _bad_key_condition(records: DataFrame, kg: KeyGenerator) -> Column:
+def _bad_key_condition(kg: KeyGenerator, string_cols: set[str]) -> Column:
     """True for a record whose record key the key generator refuses (null or empty; with the complex encoding,
-    every field null or empty)."""
+    every field null or empty); ``string_cols``: the input's string columns (the others cannot be empty)."""
     from pyspark.sql import functions as F
-
-    string_cols = {f.name for f in records.schema.fields if f.dataType.typeName() == "string"}
 
     def missing(f: str) -> Column:
         c = _col(f)
