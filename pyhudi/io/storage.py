@@ -267,17 +267,24 @@ class Storage:
         """Delete a file, or a folder and everything in it (``dirs=False``: refuse a folder, for callers that
         delete files named by a plan)."""
         self._check_changes(path, "delete")
-        info = self.fs.get_file_info(path)
-        if info.type == pafs.FileType.NotFound:
-            if missing_ok:
-                return
-            raise StorageError(f"file not found: {path}")
-        if info.type == pafs.FileType.Directory:
-            if not dirs:
+        for attempt in range(3):
+            info = self.fs.get_file_info(path)
+            if info.type == pafs.FileType.NotFound:
+                if missing_ok:
+                    return
+                raise StorageError(f"file not found: {path}")
+            if info.type == pafs.FileType.Directory and not dirs:
                 raise StorageError(f"refusing to delete {path!r}: it is a folder, not a file")
-            self.fs.delete_dir(path)
-        else:
-            self.fs.delete_file(path)
+            try:
+                if info.type == pafs.FileType.Directory:
+                    self.fs.delete_dir(path)
+                else:
+                    self.fs.delete_file(path)
+                return
+            except FileNotFoundError:
+                # another process deleted it (or part of the folder) between the look and the delete: look again
+                if attempt == 2:
+                    raise
 
     def move(self, src: str, dst: str) -> None:
         self._check_changes(src, "move")

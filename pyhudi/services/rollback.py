@@ -354,13 +354,19 @@ def rollback_failed_writes(
 
 def delete_orphan_markers(storage: Storage, base_path: str, timeline: ActiveTimeline) -> list[str]:
     """Delete marker directories of instants that are not pending any more (completed, or gone from the
-    timeline after a rollback that crashed before its last step). Only safe with a single writer (EAGER
-    policy), where no other write can be between creating markers and its requested instant."""
+    timeline after a rollback that crashed before its last step). ``timeline`` is read again after the listing,
+    so a write that began meanwhile keeps its markers; a writer that completed deletes its own folder too, and
+    either delete may find it gone."""
     storage = storage.rooted(base_path)
-    pending = {i.requested_time for i in timeline.pending()}
+    # the folders are listed before the timeline is read again: a writer puts its requested instant on the
+    # timeline before its first marker, so every marker folder listed here belongs to an instant the timeline
+    # read after it shows (pending, completed) or to one that is gone
+    found = [st for st in storage.list(posixpath.join(base_path, ".hoodie", markers.TEMP_FOLDER))
+             if st.is_dir and st.name.isdigit()]
+    pending = {i.requested_time for i in timeline.reload().pending()} if found else set()
     removed = []
-    for st in storage.list(posixpath.join(base_path, ".hoodie", markers.TEMP_FOLDER)):
-        if st.is_dir and st.name.isdigit() and st.name not in pending:
+    for st in found:
+        if st.name not in pending:
             markers.delete_markers(storage, base_path, st.name)
             removed.append(st.name)
     return removed

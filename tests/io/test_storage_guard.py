@@ -153,3 +153,30 @@ def test_object_store_style_paths(tmp_path: Path) -> None:
             storage.write_bytes(bad, b"1")
     assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file()) == ["bucket/t/p/x"]
     assert os.path.isdir(tmp_path / "bucket" / "t")
+
+
+class _RacingFs:
+    """A file system where another process deletes the folder between the look and the delete."""
+
+    def __init__(self, fs: pafs.FileSystem) -> None:
+        self._fs = fs
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._fs, name)
+
+    def delete_dir(self, path: str) -> None:
+        self._fs.delete_dir(path)
+        raise FileNotFoundError(f"Cannot delete directory '{path}'")
+
+
+def test_delete_of_a_folder_another_process_deleted_meanwhile(tmp_path: Path) -> None:
+    """Two writers may delete the same finished marker folder; the one that finds it gone is not failed by it
+    (its commit has completed)."""
+    (tmp_path / "t" / "m").mkdir(parents=True)
+    storage, path = Storage.from_uri(str(tmp_path / "t"))
+    storage.fs = _RacingFs(storage.fs)  # type: ignore[assignment]
+    storage.delete(f"{path}/m")
+    assert not (tmp_path / "t" / "m").exists()
+    (tmp_path / "t" / "m").mkdir()
+    with pytest.raises(StorageError, match="file not found"):
+        storage.delete(f"{path}/m", missing_ok=False)

@@ -178,3 +178,20 @@ def test_hudi_rs_reads_table_after_rollback(tmp_path: Path) -> None:
     assert sorted(t.column("id").to_pylist()) == ["k1", "k2"]
     assert set(t.column("_hoodie_commit_time").to_pylist()) == {good}
     shutil.rmtree(base)
+
+
+def test_orphan_markers_of_a_write_that_began_after_the_timeline_was_read_are_kept(tmp_path: Path) -> None:
+    """Another writer puts its requested instant, then its markers, on the table after this writer read the
+    timeline: its markers stay (they are how its own rollback finds its files); a completed write's go."""
+    from pyhudi.services.rollback import delete_orphan_markers
+
+    base = make_table(tmp_path / "t")
+    clock = Clock()
+    done = commit(base, clock, {"region=eu": [("aaaa-0", [("k1", 1)])]}, with_markers=True)
+    # its writer died between completing the instant and deleting its markers
+    markers.create_marker(LOCAL, base, done, "region=eu", f"aaaa-0_0-1-0_{done}.parquet", "CREATE")
+    seen = ActiveTimeline.load(LOCAL, base)
+    live = commit(base, clock, {"region=eu": [("bbbb-0", [("k2", 2)])]}, complete=False, with_markers=True)
+    assert markers.markers_exist(LOCAL, base, done) and markers.markers_exist(LOCAL, base, live)
+    assert delete_orphan_markers(LOCAL, base, seen) == [done]
+    assert markers.markers_exist(LOCAL, base, live) and not markers.markers_exist(LOCAL, base, done)
