@@ -305,12 +305,17 @@ def _role(p: Any, root_pid: int) -> str:
 class PeakRSS:
     """Samples the RSS of ``pid`` (default: this process) and its descendants every ``interval_s``; the largest
     sum seen (``peak``), its parts by role (driver, jvm, python_workers), and per-window peaks
-    (:meth:`peak_between`) from the kept samples."""
+    (:meth:`peak_between`) from the kept samples. RSS counts a page shared by several processes (Python workers
+    forked from one daemon share its loaded modules) once per process; ``peak_pss`` is the largest sum of the
+    proportional set sizes (each shared page divided among its sharers: what the tree holds of the machine's
+    memory), with its parts ``peak_pss_parts``."""
 
     pid: int | None = None
     interval_s: float = 0.05
     peak: int = 0
     peak_parts: dict[str, int] = field(default_factory=dict)
+    peak_pss: int = 0
+    peak_pss_parts: dict[str, int] = field(default_factory=dict)
     samples: list[tuple[float, int]] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
@@ -318,17 +323,25 @@ class PeakRSS:
     def sample(self) -> int:
         root = self.pid or os.getpid()
         parts: dict[str, int] = {}
+        pss_parts: dict[str, int] = {}
         for p in _tree(root):
             try:
-                rss = p.memory_info().rss
+                full = p.memory_full_info()
             except Exception:
-                continue
+                try:
+                    full = p.memory_info()
+                except Exception:
+                    continue
             r = _role(p, root)
-            parts[r] = parts.get(r, 0) + rss
+            parts[r] = parts.get(r, 0) + full.rss
+            pss_parts[r] = pss_parts.get(r, 0) + getattr(full, "pss", full.rss)
         total = sum(parts.values())
         self.samples.append((time.perf_counter(), total))
         if total > self.peak:
             self.peak, self.peak_parts = total, parts
+        pss = sum(pss_parts.values())
+        if pss > self.peak_pss:
+            self.peak_pss, self.peak_pss_parts = pss, pss_parts
         return total
 
     def _loop(self) -> None:

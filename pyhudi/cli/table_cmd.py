@@ -197,13 +197,24 @@ def timeline(table: str, archived: bool, as_json: bool) -> None:
 
 @click.command()
 @click.argument("table")
+@click.option("--spark/--no-spark", "use_spark", default=None,
+              help="Check the record index in Spark tasks (default: when its files take at least 64 MB, about 3M "
+                   "keys; smaller indexes are checked here, without starting Spark).")
 @click.option("--json", "as_json", is_flag=True)
-def validate(table: str, as_json: bool) -> None:
+def validate(table: str, use_spark: bool | None, as_json: bool) -> None:
     """Check TABLE's metadata table against the committed files on storage (exit 1 on any difference)."""
-    from pyhudi.metadata.validate import validate_table
+    from pyhudi.metadata.validate import SPARK_CHECK_MIN_INDEX_BYTES, record_index_bytes, validate_table
     from pyhudi.table.table import Table
 
-    rep = validate_table(Table.open(table))
+    t = Table.open(table)
+    if use_spark is None:
+        use_spark = record_index_bytes(t) >= SPARK_CHECK_MIN_INDEX_BYTES
+    spark = None
+    if use_spark:
+        from pyhudi.spark.session import get_spark
+
+        spark = get_spark()
+    rep = validate_table(t, spark=spark)
     d = rep.to_dict()
     if as_json:
         emit_json(d)

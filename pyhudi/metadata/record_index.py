@@ -525,16 +525,54 @@ def base_hfile(keys: pa.Array, values: pa.Array, name: str) -> bytes:
     return data
 
 
-def build_base_files(spark, plan, mdt_path: str, instant: str, n: int, parallelism: int) -> list[dict]:
-    """Spark: read the record keys (and the commit time that wrote each) of the file slices of a scan plan
-    (:class:`pyhudi.read.plan.ScanPlan`: base file and log files merged, so a key updated or deleted in a log is
-    where the snapshot has it), route them to ``n`` file groups and write each group as one sorted base HFile
-    from one task. Returns a stat per file written."""
+SLICE_KEY_SCHEMA = pa.schema([("key", pa.string()), ("partition", pa.string()), ("file_id", pa.string()),
+                              ("instant_ms", pa.int64()), (_FG_COL, pa.int32()), (ROUTE_COL, pa.int32())])
+
+
+def slice_keys_task(spec, n: int, tasks: int, *, instant_ms: bool = True):
+    """mapInArrow function: pickled file slices (column 0) in; out, per slice, its record keys (base file and log
+    files merged, so a key updated or deleted in a log is where the snapshot has it) with the slice's partition
+    and file id, the commit time (ms) that wrote each key (``instant_ms``; ``spec`` must then read
+    ``_hoodie_commit_time`` too), and each key's record-index file group of ``n`` and route over ``tasks``."""
     import pickle
 
+    from pyhudi.read.slice_reader import FileSliceReader
+    from pyhudi.table.schema import COMMIT_TIME_COL, RECORD_KEY_COL
+
+    names = [f.name for f in SLICE_KEY_SCHEMA][:4 if instant_ms else 3]
+
+    def run(batches):
+        for b in batches:
+            for raw in b.column(0).to_pylist():
+                sl = pickle.loads(raw)
+                t = FileSliceReader(spec, sl).read()
+                keys = t.column(RECORD_KEY_COL).combine_chunks().cast(pa.string())
+                m = len(keys)
+                cols = [keys, pa.array([sl.partition] * m, pa.string()), pa.array([sl.file_id] * m, pa.string())]
+                if instant_ms:
+                    commit = t.column(COMMIT_TIME_COL).combine_chunks()
+                    uniq = commit.unique()
+                    times = [parse_instant_time(x) for x in uniq.to_pylist()]
+                    cols.append(pa.array(times, pa.int64()).take(pc.index_in(commit, value_set=uniq)))
+                yield _with_file_group(pa.record_batch(cols, names=names), file_groups_of(keys, n), tasks)
+
+    return run
+
+
+def slices_frame(spark, slices: Sequence[Any], parallelism: int):
+    """A DataFrame of the pickled file ``slices`` (one binary column), spread over up to ``parallelism`` tasks."""
+    import pickle
+
+    src = spark.createDataFrame([(pickle.dumps(s),) for s in slices], "slice binary")
+    return src.repartition(max(1, min(len(slices), parallelism)))
+
+
+def build_base_files(spark, plan, mdt_path: str, instant: str, n: int, parallelism: int) -> list[dict]:
+    """Spark: read the record keys (and the commit time that wrote each) of the file slices of a scan plan
+    (:class:`pyhudi.read.plan.ScanPlan`) with :func:`slice_keys_task`, route them to ``n`` file groups and write
+    each group as one sorted base HFile from one task. Returns a stat per file written."""
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    from pyhudi.read.slice_reader import FileSliceReader
     from pyhudi.table.filenames import make_base_file_name
     from pyhudi.table.schema import COMMIT_TIME_COL, RECORD_KEY_COL
 
@@ -542,25 +580,7 @@ def build_base_files(spark, plan, mdt_path: str, instant: str, n: int, paralleli
         return []
     storage = plan.read.storage
     keys_plan = plan.project([COMMIT_TIME_COL, RECORD_KEY_COL])
-    spec = keys_plan.read
     tasks = file_group_tasks(n, parallelism)
-    key_schema = pa.schema([("key", pa.string()), ("partition", pa.string()), ("file_id", pa.string()),
-                            ("instant_ms", pa.int64()), (_FG_COL, pa.int32()), (ROUTE_COL, pa.int32())])
-
-    def read_keys(batches):
-        for b in batches:
-            for raw in b.column(0).to_pylist():
-                sl = pickle.loads(raw)
-                t = FileSliceReader(spec, sl).read()
-                keys = t.column(RECORD_KEY_COL).combine_chunks().cast(pa.string())
-                commit = t.column(COMMIT_TIME_COL).combine_chunks()
-                uniq = commit.unique()
-                times = [parse_instant_time(x) for x in uniq.to_pylist()]
-                ms = pa.array(times, pa.int64()).take(pc.index_in(commit, value_set=uniq))
-                m = len(keys)
-                b = pa.record_batch([keys, pa.array([sl.partition] * m, pa.string()),
-                                     pa.array([sl.file_id] * m, pa.string()), ms], names=key_schema.names[:4])
-                yield _with_file_group(b, file_groups_of(keys, n), tasks)
 
     def write_group(t: pa.Table) -> pa.Table:
         fg = int(t.column(_FG_COL)[0].as_py())
@@ -573,9 +593,8 @@ def build_base_files(spark, plan, mdt_path: str, instant: str, n: int, paralleli
         storage.write_bytes(posixpath.join(mdt_path, rel), data)
         return pa.table({"rel": [rel], "file_id": [fid], "size": [len(data)], "n": [t.num_rows]}, schema=STAT_SCHEMA)
 
-    src = spark.createDataFrame([(pickle.dumps(s),) for s in keys_plan.slices], "slice binary")
-    keys = src.repartition(max(1, min(len(keys_plan.slices), parallelism))).mapInArrow(
-        read_keys, from_arrow_schema(key_schema))
+    keys = slices_frame(spark, keys_plan.slices, parallelism).mapInArrow(
+        slice_keys_task(keys_plan.read, n, tasks), from_arrow_schema(SLICE_KEY_SCHEMA))
     return [r.asDict() for r in by_file_group(keys, tasks, write_group, STAT_SCHEMA).collect()]
 
 

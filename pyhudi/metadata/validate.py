@@ -15,11 +15,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from pyhudi.metadata.partitions import COLUMN_STATS, PARTITION_STATS
 from pyhudi.metadata.reader import RECORD_INDEX, MetadataTableReader
-from pyhudi.metadata.record_index import RecordIndexLookup, file_group_id
+from pyhudi.metadata.record_index import (
+    RecordIndexLookup,
+    decode_locations,
+    file_group_id,
+    file_groups_of,
+    merged_cells,
+)
 from pyhudi.table.filenames import parse_data_file_name
 from pyhudi.table.fsview import StorageListing
 from pyhudi.table.schema import RECORD_KEY_COL
@@ -93,7 +101,9 @@ def _committed_on_storage(table: Table, tl: Timeline) -> dict[str, dict[str, int
     return out
 
 
-def validate_table(table: Table) -> ValidationReport:
+def validate_table(table: Table, spark: Any = None) -> ValidationReport:
+    """Check ``table``'s metadata table (see the module docstring); with ``spark``, the record index is checked in
+    Spark tasks (nothing proportional to the table's rows on the driver)."""
     rep = ValidationReport(table.base_path, table.has_metadata_table)
     tl = table.timeline()
     if not rep.metadata_table:
@@ -121,7 +131,7 @@ def validate_table(table: Table) -> ValidationReport:
     b = {(s.partition, s.file_id): s.relative_paths for s in table.view(tl, use_metadata=False).latest_file_slices()}
     rep.slices_differ = [f"{p}/{f}" for (p, f) in sorted(set(a) | set(b)) if a.get((p, f)) != b.get((p, f))]
     if RECORD_INDEX in table.config.metadata_partitions:
-        rep.record_index = _check_record_index(table, tl, reader)
+        rep.record_index = _check_record_index(table, tl, reader, spark=spark)
         if rep.record_index.get("problem"):
             rep.problems.append(rep.record_index["problem"])
     if COLUMN_STATS in table.config.metadata_partitions:
@@ -206,44 +216,180 @@ def _visible_file_groups_problem(reader: MetadataTableReader) -> str | None:
     return None
 
 
-def _check_record_index(table: Table, tl: Any, reader: MetadataTableReader, limit: int = 20) -> dict[str, Any]:
-    """Every live key mapped to the file group that holds it, and nothing else."""
+#: ``pyhudi validate`` checks the record index in Spark tasks (never holding the table's keys on the driver) when
+#: its files take at least this many bytes (about 3M keys), on the driver otherwise (no Spark session to start)
+SPARK_CHECK_MIN_INDEX_BYTES = 64 << 20
+
+_CHECK_SCHEMA = pa.schema([("fg", pa.int32()), ("entries", pa.int64()), ("missing_count", pa.int64()),
+                           ("extra_count", pa.int64()), ("wrong_count", pa.int64()),
+                           ("duplicate_keys_count", pa.int64()), ("samples", pa.string())])
+_SAMPLE_KINDS = ("missing", "extra", "wrong", "duplicate_keys")
+
+
+def _unique_sorted(arr: pa.Array | pa.ChunkedArray, limit: int) -> list[str]:
+    return sorted(pc.unique(arr).to_pylist())[:limit]
+
+
+def check_file_group(lk: RecordIndexLookup, fg: int, data: pa.Table, limit: int) -> dict[str, Any]:
+    """Compare record-index file group ``fg`` with the data's keys routed to it (``data``: key, partition,
+    file_id; one row per key and file slice holding it): keys it lacks (missing), keys no file slice holds
+    (extra), keys mapped to a file group that does not hold them (wrong), and keys held by two file groups
+    (inserted twice: Hudi allows it; the index names one of them). Counts, and the first ``limit`` of each in key
+    order."""
+    base, logs = lk.slices[fg]
+    keys, values = merged_cells(lk.storage, base, logs, lk.block_filter)
+    locs = decode_locations(values)
+    idx = pa.table({"key": keys.cast(pa.string()), "ipart": locs.column("partition"),
+                    "ifid": locs.column("file_id")})
+    data = data.select(["key", "partition", "file_id"])
+    data = data.filter(pc.is_valid(data.column("key"))).group_by(["key", "partition", "file_id"]).aggregate([])
+    per_key = data.group_by("key").aggregate([("file_id", "count")])
+    dup_keys = per_key.filter(pc.greater(per_key.column("file_id_count"), 1)).column("key")
+    j = data.join(idx, "key", join_type="full outer")
+    in_data, in_index = pc.is_valid(j.column("partition")), pc.is_valid(j.column("ipart"))
+    missing = pc.unique(j.filter(pc.and_(in_data, pc.invert(in_index))).column("key"))
+    extra = j.filter(pc.invert(in_data)).column("key")
+    both = j.filter(pc.and_(in_data, in_index))
+    both = both.append_column("hit", pc.and_(pc.equal(both.column("partition"), both.column("ipart")),
+                                             pc.equal(both.column("file_id"), both.column("ifid"))))
+    hits = both.group_by("key").aggregate([("hit", "any")])
+    wrong = hits.filter(pc.invert(hits.column("hit_any"))).column("key")
+
+    def where(sample: list[str]) -> dict[str, list[tuple[str, str]]]:
+        rows = both.filter(pc.is_in(both.column("key"), pa.array(sample, pa.string()))) if sample else both.slice(0, 0)
+        out: dict[str, list[tuple[str, str]]] = {}
+        for k, p, f in zip(*(rows.column(c).to_pylist() for c in ("key", "partition", "file_id")), strict=True):
+            out.setdefault(k, []).append((p, f))
+        return out
+
+    wrong_keys = _unique_sorted(wrong, limit)
+    ilocs = dict(zip(wrong_keys, idx.filter(pc.is_in(idx.column("key"), pa.array(wrong_keys, pa.string())))
+                     .sort_by("key").select(["ipart", "ifid"]).to_pylist(), strict=True)) if wrong_keys else {}
+    held = where(wrong_keys)
+    dup_sample = _unique_sorted(dup_keys, limit)
+    dup_rows = data.filter(pc.is_in(data.column("key"), pa.array(dup_sample, pa.string())))
+    dup_locs: dict[str, list[tuple[str, str]]] = {}
+    for k, p, f in zip(*(dup_rows.column(c).to_pylist() for c in ("key", "partition", "file_id")), strict=True):
+        dup_locs.setdefault(k, []).append((p, f))
+    return {
+        "fg": fg,
+        "entries": len(idx),
+        "missing_count": len(missing),
+        "extra_count": len(extra),
+        "wrong_count": len(wrong),
+        "duplicate_keys_count": len(dup_keys),
+        "missing": _unique_sorted(missing, limit),
+        "extra": _unique_sorted(extra, limit),
+        "wrong": [f"{k}: index says {(ilocs[k]['ipart'], ilocs[k]['ifid'])}, data in {sorted(held[k])[0]}"
+                  for k in wrong_keys],
+        "duplicate_keys": [f"{k}: in {', '.join(map(str, sorted(dup_locs[k])))}" for k in dup_sample],
+    }
+
+
+def _merge_checks(groups: list[dict[str, Any]], num_file_groups: int, limit: int) -> dict[str, Any]:
+    out: dict[str, Any] = {"file_groups": num_file_groups,
+                           "entries": sum(g["entries"] for g in groups)}
+    for kind in _SAMPLE_KINDS:
+        out[f"{kind}_count"] = sum(g[f"{kind}_count"] for g in groups)
+        out[kind] = sorted(x for g in groups for x in g[kind])[:limit]
+    return out
+
+
+def _keys_plan(table: Table, tl: Any) -> Any:
+    from pyhudi.read import plan as read_plan
+
+    return read_plan.snapshot(table, timeline=tl).project([RECORD_KEY_COL]) if tl.completed_commits() else None
+
+
+def _check_groups_here(table: Table, tl: Any, lk: RecordIndexLookup, limit: int) -> list[dict[str, Any]]:
+    """The data's keys read on the driver (Arrow arrays: about 50 bytes a key), then each file group checked."""
+    from pyhudi.read.slice_reader import FileSliceReader
+
+    scan = _keys_plan(table, tl)
+    slices = scan.slices if scan is not None else []
+    key_chunks: list[pa.Array] = []
+    owner: list[np.ndarray] = []
+    for i, sl in enumerate(slices):  # whole file slices: keys of log files count too
+        keys = FileSliceReader(scan.read, sl).read().column(RECORD_KEY_COL).combine_chunks().cast(pa.string())
+        key_chunks.append(keys)
+        owner.append(np.full(len(keys), i, np.int32))
+    keys = pa.concat_arrays(key_chunks) if key_chunks else pa.array([], pa.string())
+    of = np.concatenate(owner) if owner else np.zeros(0, np.int32)
+    parts = pa.array([sl.partition for sl in slices], pa.string())
+    fids = pa.array([sl.file_id for sl in slices], pa.string())
+    fgs = file_groups_of(keys, lk.num_file_groups)
+    order = np.argsort(fgs, kind="stable")
+    bounds = np.searchsorted(fgs[order], np.arange(lk.num_file_groups + 1))
+    out = []
+    for g in range(lk.num_file_groups):
+        rows = order[bounds[g]:bounds[g + 1]]
+        data = pa.table({"key": keys.take(rows), "partition": parts.take(of[rows]), "file_id": fids.take(of[rows])})
+        out.append(check_file_group(lk, g, data, limit))
+    return out
+
+
+def _check_groups_in_spark(spark: Any, table: Table, tl: Any, lk: RecordIndexLookup,
+                           limit: int) -> list[dict[str, Any]]:
+    """The data's keys read in Spark tasks and routed to their file groups; each file group checked in a task
+    of its own (a row per file group, with one key-less row for every group so a group no data key reaches is
+    still checked); only the counts and the first ``limit`` samples of each come back to the driver."""
+    import json
+
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    from pyhudi.metadata.record_index import (
+        _FG_COL,
+        SLICE_KEY_SCHEMA,
+        by_file_group,
+        file_group_tasks,
+        slice_keys_task,
+        slices_frame,
+    )
+    from pyhudi.spark.partitioning import route_values
+
+    n = lk.num_file_groups
+    parallelism = spark.sparkContext.defaultParallelism
+    tasks = file_group_tasks(n, parallelism)
+    schema = pa.schema([f for f in SLICE_KEY_SCHEMA if f.name != "instant_ms"])
+    routes = route_values(np.arange(n) % tasks, tasks).to_pylist()
+    rows = spark.createDataFrame([(None, None, None, g, routes[g]) for g in range(n)], from_arrow_schema(schema))
+    scan = _keys_plan(table, tl)
+    if scan is not None and scan.slices:
+        keys = slices_frame(spark, scan.slices, parallelism).mapInArrow(
+            slice_keys_task(scan.read, n, tasks, instant_ms=False), from_arrow_schema(schema))
+        rows = keys.unionByName(rows)
+
+    def check(t: pa.Table) -> pa.Table:
+        g = check_file_group(lk, int(t.column(_FG_COL)[0].as_py()), t, limit)
+        samples = json.dumps({k: g.pop(k) for k in _SAMPLE_KINDS})
+        return pa.Table.from_pylist([{**g, "samples": samples}], schema=_CHECK_SCHEMA)
+
+    out = []
+    for r in by_file_group(rows, tasks, check, _CHECK_SCHEMA).collect():
+        d = r.asDict()
+        d.update(json.loads(d.pop("samples")))
+        out.append(d)
+    return out
+
+
+def record_index_bytes(table: Table) -> int:
+    """Bytes of the latest file slices of ``table``'s record index (0 without one)."""
+    if RECORD_INDEX not in table.config.metadata_partitions or not table.has_metadata_table:
+        return 0
+    reader = MetadataTableReader(table.storage, table.base_path, data_timeline=table.timeline(),
+                                 data_config=table.config)
+    if RECORD_INDEX not in reader.partitions():
+        return 0
+    return RecordIndexLookup.from_reader(reader).file_bytes
+
+
+def _check_record_index(table: Table, tl: Any, reader: MetadataTableReader, limit: int = 20,
+                        spark: Any = None) -> dict[str, Any]:
+    """Every live key mapped to the file group that holds it, and nothing else (in Spark tasks with ``spark``)."""
     problem = _visible_file_groups_problem(reader)
     if problem is not None:
         return {"missing": [], "extra": [], "wrong": [], "problem": problem}
     lk = RecordIndexLookup.from_reader(reader)
-    from pyhudi.read import plan as read_plan
-    from pyhudi.read.slice_reader import FileSliceReader
-
-    data: dict[str, set[tuple[str, str]]] = {}
-    scan = read_plan.snapshot(table, timeline=tl).project([RECORD_KEY_COL]) if tl.completed_commits() else None
-    for sl in scan.slices if scan is not None else ():  # whole file slices: keys of log files count too
-        keys = FileSliceReader(scan.read, sl).read().column(RECORD_KEY_COL)  # type: ignore[union-attr]
-        for k in keys.to_pylist():
-            data.setdefault(k, set()).add((sl.partition, sl.file_id))
-    found = lk.lookup(pa.array(list(data), pa.string()))
-    got = dict(zip(found.column("key").to_pylist(),
-                   zip(found.column("partition").to_pylist(), found.column("file_id").to_pylist(), strict=True),
-                   strict=True))
-    missing = sorted(k for k in data if k not in got)
-    wrong = sorted(f"{k}: index says {got[k]}, data in {sorted(data[k])[0]}"
-                   for k in data if k in got and got[k] not in data[k])
-    # a key inserted twice (operation insert does not look stored keys up) lives in two file groups: Hudi allows
-    # it; the index names one of them
-    dup = sorted(f"{k}: in {', '.join(map(str, sorted(locs)))}" for k, locs in data.items() if len(locs) > 1)
-    live = set()
-    for i in range(lk.num_file_groups):
-        live.update(lk.live_keys(i).to_pylist())
-    extra = sorted(live - set(data))
-    return {
-        "file_groups": lk.num_file_groups,
-        "entries": len(live),
-        "missing_count": len(missing),
-        "extra_count": len(extra),
-        "wrong_count": len(wrong),
-        "missing": missing[:limit],
-        "extra": extra[:limit],
-        "wrong": wrong[:limit],
-        "duplicate_keys_count": len(dup),
-        "duplicate_keys": dup[:limit],
-    }
+    groups = (_check_groups_in_spark(spark, table, tl, lk, limit) if spark is not None
+              else _check_groups_here(table, tl, lk, limit))
+    return _merge_checks(groups, lk.num_file_groups, limit)
