@@ -560,7 +560,8 @@ def slice_keys_task(spec, n: int, tasks: int, *, instant_ms: bool = True):
 
 
 def slices_frame(spark, slices: Sequence[Any], parallelism: int):
-    """A DataFrame of the pickled file ``slices`` (one binary column), spread over up to ``parallelism`` tasks."""
+    """A DataFrame of the pickled file ``slices`` (or any picklable items: one binary column), spread over up to
+    ``parallelism`` tasks."""
     import pickle
 
     src = spark.createDataFrame([(pickle.dumps(s),) for s in slices], "slice binary")

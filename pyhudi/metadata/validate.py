@@ -12,6 +12,8 @@ footer, or its log records), and each partition's ``partition_stats`` must admit
 
 from __future__ import annotations
 
+import pickle
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -220,9 +222,6 @@ def _visible_file_groups_problem(reader: MetadataTableReader) -> str | None:
 #: its files take at least this many bytes (about 3M keys), on the driver otherwise (no Spark session to start)
 SPARK_CHECK_MIN_INDEX_BYTES = 64 << 20
 
-_CHECK_SCHEMA = pa.schema([("fg", pa.int32()), ("entries", pa.int64()), ("missing_count", pa.int64()),
-                           ("extra_count", pa.int64()), ("wrong_count", pa.int64()),
-                           ("duplicate_keys_count", pa.int64()), ("samples", pa.string())])
 _SAMPLE_KINDS = ("missing", "extra", "wrong", "duplicate_keys")
 
 
@@ -328,47 +327,87 @@ def _check_groups_here(table: Table, tl: Any, lk: RecordIndexLookup, limit: int)
     return out
 
 
-def _check_groups_in_spark(spark: Any, table: Table, tl: Any, lk: RecordIndexLookup,
-                           limit: int) -> list[dict[str, Any]]:
-    """The data's keys read in Spark tasks and routed to their file groups; each file group checked in a task
-    of its own (a row per file group, with one key-less row for every group so a group no data key reaches is
-    still checked); only the counts and the first ``limit`` samples of each come back to the driver."""
-    import json
+def _check_in_spark(spark: Any, table: Table, tl: Any, lk: RecordIndexLookup, limit: int) -> dict[str, Any]:
+    """The check as Spark jobs: tasks read the data's keys (one file slice at a time) and the index's live keys
+    (one file group at a time), each key with a number for its location; Spark joins them on the key and counts
+    (its shuffles and sorts spill to disk). Only the counts, and the first ``limit`` keys of each kind of
+    problem, come back to the driver."""
+    from pyspark.sql import functions as F
 
-    from pyspark.sql.pandas.types import from_arrow_schema
+    from pyhudi.metadata.record_index import slices_frame
+    from pyhudi.read.slice_reader import FileSliceReader
 
-    from pyhudi.metadata.record_index import (
-        _FG_COL,
-        SLICE_KEY_SCHEMA,
-        by_file_group,
-        file_group_tasks,
-        slice_keys_task,
-        slices_frame,
-    )
-    from pyhudi.spark.partitioning import route_values
-
+    scan = _keys_plan(table, tl)
+    slices = sorted(scan.slices if scan is not None else [], key=lambda s: (s.partition, s.file_id))
+    locs = [(s.partition, s.file_id) for s in slices]  # location numbers in order: the smallest is the first
+    loc_ids = {loc: i for i, loc in enumerate(locs)}
+    spec = scan.read if scan is not None else None
     n = lk.num_file_groups
     parallelism = spark.sparkContext.defaultParallelism
-    tasks = file_group_tasks(n, parallelism)
-    schema = pa.schema([f for f in SLICE_KEY_SCHEMA if f.name != "instant_ms"])
-    routes = route_values(np.arange(n) % tasks, tasks).to_pylist()
-    rows = spark.createDataFrame([(None, None, None, g, routes[g]) for g in range(n)], from_arrow_schema(schema))
-    scan = _keys_plan(table, tl)
-    if scan is not None and scan.slices:
-        keys = slices_frame(spark, scan.slices, parallelism).mapInArrow(
-            slice_keys_task(scan.read, n, tasks, instant_ms=False), from_arrow_schema(schema))
-        rows = keys.unionByName(rows)
+    batch_rows = 100_000
 
-    def check(t: pa.Table) -> pa.Table:
-        g = check_file_group(lk, int(t.column(_FG_COL)[0].as_py()), t, limit)
-        samples = json.dumps({k: g.pop(k) for k in _SAMPLE_KINDS})
-        return pa.Table.from_pylist([{**g, "samples": samples}], schema=_CHECK_SCHEMA)
+    def data_keys(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for b in batches:
+            for raw in b.column(0).to_pylist():
+                i, sl = pickle.loads(raw)
+                assert spec is not None
+                keys = FileSliceReader(spec, sl).read().column(RECORD_KEY_COL).combine_chunks().cast(pa.string())
+                yield pa.record_batch([keys, pa.array(np.full(len(keys), i, np.int32))], names=["key", "loc"])
 
-    out = []
-    for r in by_file_group(rows, tasks, check, _CHECK_SCHEMA).collect():
-        d = r.asDict()
-        d.update(json.loads(d.pop("samples")))
-        out.append(d)
+    def index_keys(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for b in batches:
+            for g in b.column(0).to_pylist():
+                base, logs = lk.slices[g]
+                keys, values = merged_cells(lk.storage, base, logs, lk.block_filter)
+                enc = pc.dictionary_encode(values)
+                dec = decode_locations(enc.dictionary)
+                ids = [loc_ids.get(loc, -1) for loc in zip(dec.column("partition").to_pylist(),
+                                                          dec.column("file_id").to_pylist(), strict=True)]
+                iloc = pa.array(ids, pa.int32()).take(enc.indices)
+                for off in range(0, len(keys), batch_rows):
+                    yield pa.record_batch([keys.slice(off, batch_rows).cast(pa.string()), iloc.slice(off, batch_rows)],
+                                          names=["key", "iloc"])
+
+    data = (slices_frame(spark, list(enumerate(slices)), parallelism).mapInArrow(data_keys, "key string, loc int")
+            if slices else spark.createDataFrame([], "key string, loc int"))
+    index = spark.createDataFrame([(g,) for g in range(n)], "fg int").repartition(max(1, min(n, parallelism)))
+    index = index.mapInArrow(index_keys, "key string, iloc int")
+    per_key = data.join(index, "key", "full_outer").groupBy("key").agg(
+        F.min("loc").alias("loc0"), F.max("loc").alias("loc1"), F.max("iloc").alias("iloc"),
+        F.max((F.col("loc") == F.col("iloc")).cast("int")).alias("hit"))
+    in_data, in_index = F.col("loc0").isNotNull(), F.col("iloc").isNotNull()
+    kinds = {
+        "missing": in_data & ~in_index,
+        "extra": ~in_data,
+        "wrong": in_data & in_index & (F.col("hit") == 0),
+        "duplicate_keys": F.col("loc0") != F.col("loc1"),
+    }
+    counts = per_key.select(F.count(F.when(in_index, 1)).alias("entries"),
+                            *[F.count(F.when(c, 1)).alias(k) for k, c in kinds.items()]).first()
+    assert counts is not None
+    out: dict[str, Any] = {"file_groups": n, "entries": int(counts["entries"])}
+    for kind, cond in kinds.items():
+        out[f"{kind}_count"] = int(counts[kind])
+        out[kind] = []
+        if not counts[kind] or limit <= 0:
+            continue
+        rows = per_key.where(cond).select("key", "loc0", "iloc").orderBy("key").limit(limit).collect()
+        keys = [r["key"] for r in rows]
+        if kind == "wrong":
+            unknown = [r["key"] for r in rows if r["iloc"] < 0]
+            found = lk.lookup(unknown) if unknown else None
+            named = ({} if found is None else
+                     {k: (p, f) for k, p, f in zip(*(found.column(c).to_pylist()
+                                                    for c in ("key", "partition", "file_id")), strict=True)})
+            out[kind] = [f"{r['key']}: index says {locs[r['iloc']] if r['iloc'] >= 0 else named.get(r['key'])}, "
+                         f"data in {locs[r['loc0']]}" for r in rows]
+        elif kind == "duplicate_keys":
+            held: dict[str, set[int]] = {}
+            for r in data.where(F.col("key").isin(keys)).select("key", "loc").distinct().collect():
+                held.setdefault(r["key"], set()).add(r["loc"])
+            out[kind] = [f"{k}: in {', '.join(str(locs[i]) for i in sorted(held[k]))}" for k in keys]
+        else:
+            out[kind] = keys
     return out
 
 
@@ -390,6 +429,6 @@ def _check_record_index(table: Table, tl: Any, reader: MetadataTableReader, limi
     if problem is not None:
         return {"missing": [], "extra": [], "wrong": [], "problem": problem}
     lk = RecordIndexLookup.from_reader(reader)
-    groups = (_check_groups_in_spark(spark, table, tl, lk, limit) if spark is not None
-              else _check_groups_here(table, tl, lk, limit))
-    return _merge_checks(groups, lk.num_file_groups, limit)
+    if spark is not None:
+        return _check_in_spark(spark, table, tl, lk, limit)
+    return _merge_checks(_check_groups_here(table, tl, lk, limit), lk.num_file_groups, limit)

@@ -218,6 +218,9 @@ def test_index_build_async_while_a_write_runs(tmp_path: Path) -> None:
     assert [f["found"] for f in found] == [True, True, False]
     v = run_cli("validate", base, "--json")
     assert v.returncode == 0 and _last_json(v.stdout)["ok"], v.stdout[-3000:]
+    in_spark = run_cli("validate", base, "--spark", "--json")  # the record index checked in Spark tasks
+    assert in_spark.returncode == 0, in_spark.stderr[-3000:]
+    assert _last_json(in_spark.stdout) == _last_json(v.stdout)
 
 
 def _wait_for(cond, proc: subprocess.Popen, what: str, timeout: float = 300) -> None:  # type: ignore[no-untyped-def]

@@ -92,11 +92,19 @@ def test_driver_and_spark_checks_agree_on_a_corrupted_index(spark, tmp_path: Pat
     """A log file appended to the record index (by a completed metadata-table instant) deletes one live key, maps
     a key no record has, and moves one key to another file group: both checks report exactly those."""
     table = _table(spark, tmp_path)
-    healthy = validate_table(table)
-    assert healthy.ok and validate_table(table, spark=spark).to_dict() == healthy.to_dict()
-    lk = _lookup(table)
     where = _locations(table)
     keys = sorted(where)
+    twice = keys[7]  # operation insert does not look stored keys up: the key lands in a second file group
+    table.write(spark.createDataFrame(_rows([twice], ["zz"], 3)), "insert", OPTS)
+    table = Table.open(table.base_path)
+    held = sorted({(p, f.split("_")[0]) for k, p, f in zip(*(table.to_arrow().column(c).to_pylist() for c in (
+        "_hoodie_record_key", "_hoodie_partition_path", "_hoodie_file_name")), strict=True) if k == twice})
+    assert len(held) == 2
+    healthy = validate_table(table)
+    assert healthy.ok and validate_table(table, spark=spark).to_dict() == healthy.to_dict()
+    assert healthy.record_index is not None
+    assert healthy.record_index["duplicate_keys"] == [f"{twice}: in {', '.join(map(str, held))}"]
+    lk = _lookup(table)
     gone, moved = keys[5], keys[40]
     other = next((p, fid) for p, fid in where.values() if fid != where[moved][1])
     mdt = posixpath.join(table.base_path, ".hoodie", "metadata")
