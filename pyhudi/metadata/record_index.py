@@ -600,21 +600,22 @@ def build_base_files(spark, plan, mdt_path: str, instant: str, n: int, paralleli
 
 
 # -- compaction ----------------------------------------------------------------------------------------------
-def merged_cells(storage: Storage, base: str | None, logs: Sequence[str], block_filter: BlockFilter) -> tuple[pa.Array, pa.Array]:
-    """The live (key, value) cells of a record-index file slice, sorted by key: base HFile, then the valid log
-    blocks in log order (later wins, delete blocks remove), vectorised. Values are copied as they are when
-    written with our schema, and re-encoded (once per distinct value) when written with another."""
+def merged_parts(storage: Storage, base: str | None, logs: Sequence[str],
+                 block_filter: BlockFilter) -> list[tuple[pa.Array, pa.Array]]:
+    """The live (key, value) cells of a record-index file slice (base HFile, then the valid log blocks in log
+    order: a later write of a key wins, a delete block removes), as parts with no key in common, each sorted by
+    key as its HFile was: every source without the keys a later source writes or deletes. The sources are held
+    once, plus the few they lose to later ones. Values are copied as they are when written with our schema, and
+    re-encoded (once per distinct value) when written with another."""
     ours = writer_schema_json()
-    keys: list[pa.Array] = []
-    values: list[pa.Array] = []
+    sources: list[tuple[pa.Array, pa.Array | None]] = []  # oldest first; no values: a delete block
 
     def add(k: pa.Array, v: pa.Array, schema: str | None) -> None:
         if schema is not None and schema != ours and len(v):
             locs = decode_locations(v, schema)
             v = encode_locations(locs.column("partition").combine_chunks(), locs.column("file_id").combine_chunks(),
                                  locs.column("instant_ms").combine_chunks())
-        keys.append(to_binary_array(k))
-        values.append((v.combine_chunks() if isinstance(v, pa.ChunkedArray) else v).cast(pa.binary()))
+        sources.append((to_binary_array(k), (v.combine_chunks() if isinstance(v, pa.ChunkedArray) else v).cast(pa.binary())))
 
     if base is not None:
         with HFileReader.open(storage, base) as h:
@@ -627,23 +628,36 @@ def merged_cells(storage: Storage, base: str | None, logs: Sequence[str], block_
             add(t.column("key").combine_chunks(), t.column("value").combine_chunks(), b.schema)
         elif b.block_type == BlockType.DELETE:
             gone = [d.record_key.encode() for d in b.delete_records() if d.record_key is not None]
-            keys.append(pa.array(gone, pa.binary()))
-            values.append(pa.nulls(len(gone), pa.binary()))
-    if not keys:
+            sources.append((pa.array(gone, pa.binary()), None))
+    parts: list[tuple[pa.Array, pa.Array]] = []
+    later: list[pa.Array] = []  # keys written or deleted by the sources after the current one
+    for k, v in reversed(sources):
+        if v is not None and len(k):
+            if later:
+                gone = pc.is_in(k, value_set=pa.concat_arrays(later) if len(later) > 1 else later[0])
+                if pc.any(gone).as_py():
+                    keep = pc.invert(gone)
+                    k, v = k.filter(keep), v.filter(keep)
+            if len(k):
+                parts.append((k, v))
+        if len(k):
+            later.append(k)
+    parts.reverse()
+    return parts
+
+
+def merged_cells(storage: Storage, base: str | None, logs: Sequence[str], block_filter: BlockFilter) -> tuple[pa.Array, pa.Array]:
+    """The live (key, value) cells of a record-index file slice (:func:`merged_parts`), sorted by key."""
+    parts = merged_parts(storage, base, logs, block_filter)
+    if not parts:
         return pa.array([], pa.binary()), pa.array([], pa.binary())
-    all_k = pa.concat_arrays(keys)
-    all_v = pa.concat_arrays(values)
-    seq = pa.array(np.arange(len(all_k)))
-    order = pc.sort_indices(pa.table({"k": all_k, "s": seq}), sort_keys=[("k", "ascending"), ("s", "descending")])
-    k_sorted = all_k.take(order)
-    # the first of each run of equal keys is the latest write of that key
-    first = np.ones(len(k_sorted), bool)
-    if len(k_sorted) > 1:
-        first[1:] = pc.not_equal(k_sorted.slice(1), k_sorted.slice(0, len(k_sorted) - 1)).to_numpy(zero_copy_only=False)
-    latest = order.filter(pa.array(first))
-    v_latest = all_v.take(latest)
-    live = pc.is_valid(v_latest)
-    return all_k.take(latest).filter(live), v_latest.filter(live)
+    if len(parts) == 1:
+        return parts[0]
+    keys = pa.concat_arrays([k for k, _ in parts])
+    values = pa.concat_arrays([v for _, v in parts])
+    parts.clear()
+    order = pc.sort_indices(keys)
+    return keys.take(order), values.take(order)
 
 
 def record_index_lookup(

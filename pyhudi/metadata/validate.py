@@ -28,7 +28,7 @@ from pyhudi.metadata.record_index import (
     decode_locations,
     file_group_id,
     file_groups_of,
-    merged_cells,
+    merged_parts,
 )
 from pyhudi.table.filenames import parse_data_file_name
 from pyhudi.table.fsview import StorageListing
@@ -236,8 +236,9 @@ def check_file_group(lk: RecordIndexLookup, fg: int, data: pa.Table, limit: int)
     (inserted twice: Hudi allows it; the index names one of them). Counts, and the first ``limit`` of each in key
     order."""
     base, logs = lk.slices[fg]
-    keys, values = merged_cells(lk.storage, base, logs, lk.block_filter)
-    locs = decode_locations(values)
+    parts = merged_parts(lk.storage, base, logs, lk.block_filter)
+    keys = pa.chunked_array([k for k, _ in parts], pa.binary())
+    locs = decode_locations(pa.chunked_array([v for _, v in parts], pa.binary()))
     idx = pa.table({"key": keys.cast(pa.string()), "ipart": locs.column("partition"),
                     "ifid": locs.column("file_id")})
     data = data.select(["key", "partition", "file_id"])
@@ -358,15 +359,15 @@ def _check_in_spark(spark: Any, table: Table, tl: Any, lk: RecordIndexLookup, li
         for b in batches:
             for g in b.column(0).to_pylist():
                 base, logs = lk.slices[g]
-                keys, values = merged_cells(lk.storage, base, logs, lk.block_filter)
-                enc = pc.dictionary_encode(values)
-                dec = decode_locations(enc.dictionary)
-                ids = [loc_ids.get(loc, -1) for loc in zip(dec.column("partition").to_pylist(),
-                                                          dec.column("file_id").to_pylist(), strict=True)]
-                iloc = pa.array(ids, pa.int32()).take(enc.indices)
-                for off in range(0, len(keys), batch_rows):
-                    yield pa.record_batch([keys.slice(off, batch_rows).cast(pa.string()), iloc.slice(off, batch_rows)],
-                                          names=["key", "iloc"])
+                for keys, values in merged_parts(lk.storage, base, logs, lk.block_filter):
+                    enc = pc.dictionary_encode(values)
+                    dec = decode_locations(enc.dictionary)
+                    ids = [loc_ids.get(loc, -1) for loc in zip(dec.column("partition").to_pylist(),
+                                                              dec.column("file_id").to_pylist(), strict=True)]
+                    iloc = pa.array(ids, pa.int32()).take(enc.indices)
+                    for off in range(0, len(keys), batch_rows):
+                        yield pa.record_batch([keys.slice(off, batch_rows).cast(pa.string()),
+                                               iloc.slice(off, batch_rows)], names=["key", "iloc"])
 
     data = (slices_frame(spark, list(enumerate(slices)), parallelism).mapInArrow(data_keys, "key string, loc int")
             if slices else spark.createDataFrame([], "key string, loc int"))
