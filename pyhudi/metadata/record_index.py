@@ -95,20 +95,27 @@ def _buffers(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
 
 
 # -- values --------------------------------------------------------------------------------------------------
+def _codes(arr: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, list[Any]]:
+    """(a number per element, the distinct values those numbers index)."""
+    enc = pc.dictionary_encode(arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr)
+    return enc.indices.to_numpy(zero_copy_only=False).astype(np.int64), enc.dictionary.to_pylist()
+
+
 def encode_locations(partitions: pa.Array, file_ids: pa.Array, instants_ms: pa.Array) -> pa.Array:
-    """Cell values for parallel (partition, file id, instant ms) arrays: each distinct location encoded once."""
+    """Cell values for parallel (partition, file id, instant ms) arrays: each distinct location encoded once
+    (the locations numbered with integer arithmetic: no join or copy of the strings)."""
     n = len(partitions)
     if n == 0:
         return pa.array([], pa.binary())
-    combo = pa.table({"p": partitions, "f": file_ids, "t": instants_ms})
-    uniq = combo.group_by(["p", "f", "t"]).aggregate([])
-    values = [
-        encode_value(record_index_record("", p or "", f, int(t)))
-        for p, f, t in zip(uniq.column("p").to_pylist(), uniq.column("f").to_pylist(), uniq.column("t").to_pylist(), strict=True)
-    ]
-    keyed = pa.table({"p": uniq.column("p"), "f": uniq.column("f"), "t": uniq.column("t"), "__i": pa.array(range(len(values)))})
-    joined = combo.append_column("__row", pa.array(np.arange(n))).join(keyed, ["p", "f", "t"]).sort_by("__row")
-    return pa.array(values, pa.binary()).take(joined.column("__i"))
+    (pi, ps), (fi, fs), (ti, ts) = _codes(partitions), _codes(file_ids), _codes(instants_ms)
+    combined = (pi * len(fs) + fi) * len(ts) + ti
+    uniq, inverse = np.unique(combined, return_inverse=True)
+    values = []
+    for c in uniq.tolist():
+        rest, t = divmod(c, len(ts))
+        p, f = divmod(rest, len(fs))
+        values.append(encode_value(record_index_record("", ps[p] or "", fs[f], int(ts[t]))))
+    return pa.array(values, pa.binary()).take(pa.array(inverse.astype(np.int32)))
 
 
 def decode_locations(values: pa.Array | pa.ChunkedArray, schema_json: str | None = None) -> pa.Table:
@@ -139,14 +146,16 @@ def sorted_cells(keys: pa.Array, values: pa.Array) -> tuple[pa.Array, pa.Array]:
     return to_binary_array(keys).take(order), values.take(order)
 
 
-def log_block_bytes(instant: str, keys: pa.Array, values: pa.Array, deleted: Sequence[str] = ()) -> bytes:
+def log_block_bytes(instant: str, keys: pa.Array, values: pa.Array, deleted: Sequence[str] = (), *,
+                    presorted: bool = False) -> bytes:
     """The log file content a commit appends to one record-index file group: an HFile data block of new
-    mappings and, if any, a delete block of removed keys."""
+    mappings (``presorted``: ``keys`` are sorted already) and, if any, a delete block of removed keys."""
     out = b""
     schema = writer_schema_json()
     if len(keys):
-        k, v = sorted_cells(keys, values)
+        k, v = (to_binary_array(keys), values) if presorted else sorted_cells(keys, values)
         content, _ = hfile_bytes(k, v, codec=CODEC_GZ, file_info={"schema": schema.encode()})
+        del k, v
         header = [(HeaderKey.INSTANT_TIME, instant), (HeaderKey.SCHEMA, schema)]
         out += encode_block(BlockType.HFILE_DATA, header, content)
     if deleted:
@@ -395,9 +404,13 @@ def _write_inserts(status_df, storage: Storage, mdt_path: str, instant: str, t_m
     loc_fids = pa.array([f for _, f in locations], pa.string())
 
     def write_group(t: pa.Table) -> pa.Table:
-        loc = t.column(_LOC_COL)
-        t = t.append_column("partition", loc_parts.take(loc)).append_column("file_id", loc_fids.take(loc))
-        stat = _write_group_log(storage, mdt_path, instant, t_ms, int(t.column(_FG_COL)[0].as_py()), t)
+        keys = to_binary_array(t.column("key"))
+        order = pc.sort_indices(keys)
+        # the locations' values made once each, then taken in key order
+        loc_values = encode_locations(loc_parts, loc_fids, pa.array(np.full(len(loc_parts), t_ms), pa.int64()))
+        values = loc_values.take(t.column(_LOC_COL).combine_chunks().take(order))
+        stat = _write_log_file(storage, mdt_path, instant, int(t.column(_FG_COL)[0].as_py()), keys.take(order),
+                               values, (), t.num_rows)
         return pa.Table.from_pylist([stat], schema=STAT_SCHEMA)
 
     return [r.asDict() for r in by_file_group(rows, tasks, write_group, STAT_SCHEMA).collect()]
@@ -406,22 +419,28 @@ def _write_inserts(status_df, storage: Storage, mdt_path: str, instant: str, t_m
 def _write_group_log(storage: Storage, mdt_path: str, instant: str, t_ms: int, fg: int, t: pa.Table) -> dict:
     """Write the log file of one record-index file group: ``t`` has the group's changed keys (``key``), with the
     new location of an inserted key (``partition``, ``file_id``) and null locations for a deleted one."""
+    is_ins = pc.is_valid(t.column("file_id"))
+    deleted: list[str] = []
+    if not pc.all(is_ins).as_py():
+        deleted = t.filter(pc.invert(is_ins)).column("key").to_pylist()
+        t = t.filter(is_ins)
+    keys = to_binary_array(t.column("key"))
+    order = pc.sort_indices(keys)  # sorted before the values are made: one copy of each
+    values = encode_locations(t.column("partition").take(order), t.column("file_id").take(order),
+                              pa.array(np.full(t.num_rows, t_ms), pa.int64()))
+    return _write_log_file(storage, mdt_path, instant, fg, keys.take(order), values, deleted, t.num_rows + len(deleted))
+
+
+def _write_log_file(storage: Storage, mdt_path: str, instant: str, fg: int, keys: pa.Array, values: pa.Array,
+                    deleted: Sequence[str], n: int) -> dict:
     from pyhudi.table.filenames import make_log_file_name
 
-    is_ins = pc.is_valid(t.column("file_id"))
-    ins_t = t.filter(is_ins)
-    deleted = t.filter(pc.invert(is_ins)).column("key").to_pylist()
-    values = encode_locations(
-        ins_t.column("partition").combine_chunks(),
-        ins_t.column("file_id").combine_chunks(),
-        pa.array(np.full(ins_t.num_rows, t_ms), pa.int64()),
-    )
-    data = log_block_bytes(instant, ins_t.column("key").combine_chunks(), values, deleted)
+    data = log_block_bytes(instant, keys, values, deleted, presorted=True)
     fid = file_group_id(fg)
     _, token = task_ids()
     rel = posixpath.join(RECORD_INDEX, make_log_file_name(fid, instant, 1, token))
     storage.write_bytes(posixpath.join(mdt_path, rel), data)
-    return {"rel": rel, "file_id": fid, "size": len(data), "n": t.num_rows}
+    return {"rel": rel, "file_id": fid, "size": len(data), "n": n}
 
 
 def _write_updates_here(lists: pa.Table, storage: Storage, mdt_path: str, instant: str, t_ms: int, n: int) -> list[dict]:
