@@ -46,30 +46,11 @@ def grouped_counts(df: DataFrame, by: list[str]) -> list[Row]:
     return _cached_view(df).groupBy(*by).count().collect()
 
 
-#: the SQL setting of how many rows Spark's columnar cache gathers into one batch (10,000 by default)
-CACHE_BATCH_CONF = "spark.sql.inMemoryColumnarStorage.batchSize"
-
-
-def collect(df: DataFrame, cols: list[Column], *, cache_batch_rows: int | None = None) -> list[Row]:
+def collect(df: DataFrame, cols: list[Column]) -> list[Row]:
     """``df.select(*cols).collect()`` for a persisted ``df``, filling its cache in the same job (with adaptive
-    execution, a query of a cache not filled yet is one job to fill it and one to read it). ``cache_batch_rows``:
-    the rows per batch of the cache being filled (the setting is read as the cache fills, in whichever session
-    runs the plan: both the caller's and the counting session have it for the job, and get their own back).
-    Release ``df`` with :func:`release`."""
-    if cache_batch_rows is None:
-        return _cached_view(df).select(*cols).collect()
-    sessions = [df.sparkSession, _counting_session(df.sparkSession)]
-    before = [s.conf.get(CACHE_BATCH_CONF, None) for s in sessions]
-    try:
-        for s in sessions:
-            s.conf.set(CACHE_BATCH_CONF, str(cache_batch_rows))
-        return _cached_view(df).select(*cols).collect()
-    finally:
-        for s, b in zip(sessions, before, strict=True):
-            if b is None:
-                s.conf.unset(CACHE_BATCH_CONF)
-            else:
-                s.conf.set(CACHE_BATCH_CONF, b)
+    execution, a query of a cache not filled yet is one job to fill it and one to read it). Release ``df`` with
+    :func:`release`."""
+    return _cached_view(df).select(*cols).collect()
 
 
 def _cached_view(df: DataFrame) -> DataFrame:

@@ -484,13 +484,9 @@ class WriteProducer:
         )
         self.status_df = out.persist(_storage_level())
         self._persisted.append(self.status_df)
-        # the record index's changes (inserted plus deleted keys) counted in the same job as the stats. A row
-        # carries the keys of a whole file: Spark's columnar cache gathers up to 10,000 rows into one buffer, at
-        # 20M rows a task's 10M keys in one growing array (out of memory in a 1 GB heap); a few rows per batch
-        # keep each buffer to a few files' keys
+        # the record index's changes (inserted plus deleted keys) counted in the same job as the stats
         rows = cached.collect(self.status_df, [*map(F.col, STAT_COLUMNS), F.size("inserted_keys").alias("__i"),
-                                               F.size("deleted_keys").alias("__d")],
-                              cache_batch_rows=STATUS_CACHE_BATCH_ROWS)
+                                               F.size("deleted_keys").alias("__d")])
         self.index_deletes = sum(max(0, r["__d"] or 0) for r in rows)
         self.index_changes = sum(max(0, r["__i"] or 0) for r in rows) + self.index_deletes
         return [WriteStat.from_row(r) for r in rows]
@@ -579,10 +575,6 @@ def _insert_bucket_sql(ranges: list[tuple[str, float, float, int]]) -> str:
     m = ", ".join(f"'{p}', array({a})" for p, a in arrays.items())
     return (f"try_element_at(filter(try_element_at(map({m}), `{PARTITION_PATH_COL}`), "
             "x -> `__h` >= x.lo AND `__h` < x.hi), 1).b")
-
-
-#: WriteStatus rows per batch of Spark's columnar cache (see :meth:`WriteProducer.write_assigned`)
-STATUS_CACHE_BATCH_ROWS = 4
 
 
 def _storage_level() -> Any:
