@@ -478,7 +478,7 @@ class WriteProducer:
         from pyspark.sql.pandas.types import from_arrow_schema
 
         job = self.job
-        n = max(1, min(len(buckets), job.parallelism))
+        n = write_tasks(len(buckets), job.parallelism, self._planned_rows)
         out = assigned.repartition(n, BUCKET_COL).groupBy(BUCKET_COL).applyInArrow(
             self.bucket_task(self.write_context(buckets)), from_arrow_schema(WRITE_STATUS_SCHEMA)
         )
@@ -575,6 +575,17 @@ def _insert_bucket_sql(ranges: list[tuple[str, float, float, int]]) -> str:
     m = ", ".join(f"'{p}', array({a})" for p, a in arrays.items())
     return (f"try_element_at(filter(try_element_at(map({m}), `{PARTITION_PATH_COL}`), "
             "x -> `__h` >= x.lo AND `__h` < x.hi), 1).b")
+
+
+#: records a write task takes at most, when the write has buckets enough: a task's Spark side holds memory in
+#: proportion to what it has written until it ends (at 20M rows in 2 tasks, 1.5 GB of byte arrays by the end)
+ROWS_PER_WRITE_TASK = 1_000_000
+
+
+def write_tasks(buckets: int, parallelism: int, rows: int) -> int:
+    """Spark tasks of a write of ``rows`` records into ``buckets`` buckets: one per core, more when that would
+    give a task more than :data:`ROWS_PER_WRITE_TASK` records; never more than the buckets."""
+    return max(1, min(buckets, max(parallelism, -(-rows // ROWS_PER_WRITE_TASK))))
 
 
 def _storage_level() -> Any:

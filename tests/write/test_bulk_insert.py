@@ -134,3 +134,16 @@ def test_a_key_column_of_a_type_keys_cannot_have_is_refused_before_writing(spark
     with pytest.raises(InvalidInputError, match="cannot be used in a record key"):
         table.write(spark.createDataFrame(src), "bulk_insert", opts)
     assert snapshot(tmp_path) == before
+
+
+def test_write_tasks_follow_the_records() -> None:
+    """One write task per core, more when a task would take more than a million records (its Spark side holds
+    memory in proportion to what it wrote until it ends), never more than the buckets."""
+    from pyhudi.write.producer import ROWS_PER_WRITE_TASK, write_tasks
+
+    assert write_tasks(730, 2, 2_000_000) == 2
+    assert write_tasks(730, 2, 20_000_000) == 20
+    assert write_tasks(730, 2, 20_000_000 + 1) == 21
+    assert write_tasks(5, 2, 20_000_000) == 5
+    assert write_tasks(1, 8, 0) == 1 and write_tasks(0, 2, 0) == 1
+    assert write_tasks(730, 2, 3 * ROWS_PER_WRITE_TASK) == 3
