@@ -358,10 +358,10 @@ def write_updates(spark, status_df, storage: Storage, mdt_path: str, instant: st
                            (_FG_COL, pa.int32()), (ROUTE_COL, pa.int32())])
     with_fg = rows.mapInArrow(add_file_group_task("key", n, tasks), from_arrow_schema(in_schema))
 
-    def write_group(t: pa.Table) -> pa.Table:
-        stat = _write_group_log(storage, mdt_path, instant, t_ms, int(t.column(_FG_COL)[0].as_py()), t)
-        return pa.Table.from_pylist([stat], schema=STAT_SCHEMA)
+    def block(t: pa.Table) -> tuple[pa.Array, pa.Array, list[str]]:
+        return _changes_block(t, t_ms)
 
+    write_group = _streamed_group_log(storage, mdt_path, instant, block, LOG_BLOCK_MAX_KEYS)
     out = by_file_group(with_fg, tasks, write_group, STAT_SCHEMA)
     return [r.asDict() for r in out.collect()]
 
@@ -403,22 +403,26 @@ def _write_inserts(status_df, storage: Storage, mdt_path: str, instant: str, t_m
     loc_parts = pa.array([p for p, _ in locations], pa.string())
     loc_fids = pa.array([f for _, f in locations], pa.string())
 
-    def write_group(t: pa.Table) -> pa.Table:
+    def block(t: pa.Table) -> tuple[pa.Array, pa.Array, list[str]]:
         keys = to_binary_array(t.column("key"))
         order = pc.sort_indices(keys)
         # the locations' values made once each, then taken in key order
         loc_values = encode_locations(loc_parts, loc_fids, pa.array(np.full(len(loc_parts), t_ms), pa.int64()))
-        values = loc_values.take(t.column(_LOC_COL).combine_chunks().take(order))
-        stat = _write_log_file(storage, mdt_path, instant, int(t.column(_FG_COL)[0].as_py()), keys.take(order),
-                               values, (), t.num_rows)
-        return pa.Table.from_pylist([stat], schema=STAT_SCHEMA)
+        return keys.take(order), loc_values.take(t.column(_LOC_COL).combine_chunks().take(order)), []
 
+    write_group = _streamed_group_log(storage, mdt_path, instant, block, LOG_BLOCK_MAX_KEYS)
     return [r.asDict() for r in by_file_group(rows, tasks, write_group, STAT_SCHEMA).collect()]
 
 
-def _write_group_log(storage: Storage, mdt_path: str, instant: str, t_ms: int, fg: int, t: pa.Table) -> dict:
-    """Write the log file of one record-index file group: ``t`` has the group's changed keys (``key``), with the
-    new location of an inserted key (``partition``, ``file_id``) and null locations for a deleted one."""
+#: keys a Spark task turns into one HFile data block of a record-index log file at a time: a commit changing
+#: more keys of a file group writes several blocks into its log file (blocks of one instant hold distinct keys),
+#: and the task holds one block's keys while it makes it, not the file group's
+LOG_BLOCK_MAX_KEYS = 500_000
+
+
+def _changes_block(t: pa.Table, t_ms: int) -> tuple[pa.Array, pa.Array, list[str]]:
+    """(sorted inserted keys, their cell values, deleted keys) of changed keys ``t`` (``key``, with the new
+    location of an inserted key in ``partition``, ``file_id``, null for a deleted one)."""
     is_ins = pc.is_valid(t.column("file_id"))
     deleted: list[str] = []
     if not pc.all(is_ins).as_py():
@@ -428,19 +432,71 @@ def _write_group_log(storage: Storage, mdt_path: str, instant: str, t_ms: int, f
     order = pc.sort_indices(keys)  # sorted before the values are made: one copy of each
     values = encode_locations(t.column("partition").take(order), t.column("file_id").take(order),
                               pa.array(np.full(t.num_rows, t_ms), pa.int64()))
-    return _write_log_file(storage, mdt_path, instant, fg, keys.take(order), values, deleted, t.num_rows + len(deleted))
+    return keys.take(order), values, deleted
 
 
-def _write_log_file(storage: Storage, mdt_path: str, instant: str, fg: int, keys: pa.Array, values: pa.Array,
-                    deleted: Sequence[str], n: int) -> dict:
+def _write_group_log(storage: Storage, mdt_path: str, instant: str, t_ms: int, fg: int, t: pa.Table) -> dict:
+    """Write the log file of one record-index file group from the changed keys ``t`` (see :func:`_changes_block`)."""
+    keys, values, deleted = _changes_block(t, t_ms)
+    return _write_log_file(storage, mdt_path, instant, fg, [log_block_bytes(instant, keys, values, deleted,
+                                                                            presorted=True)], t.num_rows)
+
+
+def _write_log_file(storage: Storage, mdt_path: str, instant: str, fg: int, blocks: Sequence[bytes], n: int) -> dict:
+    """Write the log file of file group ``fg`` for ``instant`` from its blocks' bytes, whole (readers see all of
+    it or nothing)."""
     from pyhudi.table.filenames import make_log_file_name
 
-    data = log_block_bytes(instant, keys, values, deleted, presorted=True)
+    data = blocks[0] if len(blocks) == 1 else b"".join(blocks)
     fid = file_group_id(fg)
     _, token = task_ids()
     rel = posixpath.join(RECORD_INDEX, make_log_file_name(fid, instant, 1, token))
     storage.write_bytes(posixpath.join(mdt_path, rel), data)
     return {"rel": rel, "file_id": fid, "size": len(data), "n": n}
+
+
+def _streamed_group_log(storage: Storage, mdt_path: str, instant: str,
+                        block: Callable[[pa.Table], tuple[pa.Array, pa.Array, list[str]]],
+                        max_keys: int = LOG_BLOCK_MAX_KEYS):
+    """``applyInArrow`` function (the iterator form: a file group's rows arrive in batches) writing the group's
+    log file: every ``max_keys`` rows are made into a block by ``block`` (sorted keys, values,
+    deleted keys) and encoded at once; the encoded blocks are written as one file at the end."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        fg: int | None = None
+        pending: list[pa.RecordBatch] = []
+        held = n = 0
+        blocks: list[bytes] = []
+
+        def flush(everything: bool) -> int:
+            """Blocks of ``max_keys`` rows from the pending ones (and the rest too with ``everything``); the
+            number of rows left pending."""
+            t = pa.Table.from_batches(pending)
+            pending.clear()
+            done = t.num_rows if everything else t.num_rows - t.num_rows % max_keys
+            for off in range(0, done, max_keys):
+                keys, values, deleted = block(t.slice(off, min(max_keys, done - off)))
+                blocks.append(log_block_bytes(instant, keys, values, deleted, presorted=True))
+            pending.extend(t.slice(done).to_batches())
+            return t.num_rows - done
+
+        for b in batches:
+            if not b.num_rows:
+                continue
+            if fg is None:
+                fg = int(b.column(_FG_COL)[0].as_py())
+            pending.append(b)
+            held += b.num_rows
+            n += b.num_rows
+            if held >= max_keys:
+                held = flush(False)
+        if pending:
+            flush(True)
+        if fg is not None:
+            yield pa.RecordBatch.from_pylist([_write_log_file(storage, mdt_path, instant, fg, blocks, n)],
+                                             schema=STAT_SCHEMA)
+
+    return run
 
 
 def _write_updates_here(lists: pa.Table, storage: Storage, mdt_path: str, instant: str, t_ms: int, n: int) -> list[dict]:

@@ -65,3 +65,18 @@ def test_driver_and_spark_paths_write_the_same_index(spark, tmp_path: Path, monk
     spark_job = _run(spark, str(tmp_path / "spark"))
     assert here == spark_job
     assert _log_files(str(tmp_path / "driver")) == _log_files(str(tmp_path / "spark"))
+    # a Spark task makes a file group's log file a few keys at a time: several blocks in one file
+    monkeypatch.setattr(record_index, "LOG_BLOCK_MAX_KEYS", 3)
+    small_blocks = _run(spark, str(tmp_path / "blocks"))
+    assert small_blocks == here
+    assert _log_files(str(tmp_path / "blocks")) == _log_files(str(tmp_path / "driver"))
+    assert max(_blocks_per_log_file(str(tmp_path / "blocks"))) > 1
+    assert max(_blocks_per_log_file(str(tmp_path / "driver"))) <= 2  # one data block, and a delete block
+
+
+def _blocks_per_log_file(base: str) -> list[int]:
+    from pyhudi.io.logfile import read_log_blocks
+    from tests.support.storage import LOCAL
+
+    folder = Path(base) / ".hoodie" / "metadata" / "record_index"
+    return [len(read_log_blocks(LOCAL, str(f))) for f in folder.iterdir() if ".log." in f.name]
