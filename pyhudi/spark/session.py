@@ -19,6 +19,9 @@ if TYPE_CHECKING:
 LOOPBACK = "127.0.0.1"
 ENV_MASTER = "PYHUDI_SPARK_MASTER"
 DEFAULT_MASTER = "local[2]"
+ENV_DRIVER_MEMORY = "PYHUDI_SPARK_DRIVER_MEMORY"
+#: heap of a local session's driver JVM (which runs the tasks)
+DEFAULT_DRIVER_MEMORY = "1g"
 # "1": the session does not log failed tasks itself (the pyhudi command sets it: it reports the error once)
 ENV_QUIET_TASK_FAILURES = "PYHUDI_SPARK_QUIET_TASK_FAILURES"
 # the driver-side loggers that print a failed task's Python and JVM stack traces (local mode runs the executor
@@ -79,8 +82,11 @@ def get_spark(master: str | None = None, app_name: str = "pyhudi") -> SparkSessi
     if master.startswith("local-cluster"):
         builder = builder.config("spark.executor.memory", "1g")
     elif master.startswith("local"):
-        # local mode runs the tasks in the driver JVM: Spark's 1g default heap fails million-row writes
-        builder = builder.config("spark.driver.memory", os.environ.get("PYHUDI_SPARK_DRIVER_MEMORY", "4g"))
+        # local mode runs the tasks in the driver JVM, with Spark's own 1g heap unless PYHUDI_SPARK_DRIVER_MEMORY
+        # says otherwise: 20M-row bulk loads, upserts and validations fit in it (write tasks are sized to the
+        # records, docs/performance.md#memory), and a larger heap mostly fills with garbage the parallel
+        # collector keeps (a 4g heap took a 20M-row bulk load's driver JVM to 4.2 GB)
+        builder = builder.config("spark.driver.memory", os.environ.get(ENV_DRIVER_MEMORY, DEFAULT_DRIVER_MEMORY))
         java_options = os.environ.get(ENV_DRIVER_JAVA_OPTIONS, DEFAULT_DRIVER_JAVA_OPTIONS)
     if master.startswith("local"):
         # the driver JVM this process starts maps its classes from the class-data archive built at install time
