@@ -74,7 +74,11 @@ def file_group_id(index: int) -> str:
 # -- key -> file group ---------------------------------------------------------------------------------------
 def file_groups_of(keys: pa.Array | pa.ChunkedArray, n: int) -> np.ndarray:
     """Java ``String.hashCode`` routing of every key: compiled for ASCII keys, per key in Python for the rest."""
-    arr = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
+    if isinstance(keys, pa.ChunkedArray):  # chunk by chunk: together they may pass 2 GiB of string data
+        if keys.num_chunks == 1:
+            return file_groups_of(keys.chunk(0), n)
+        return np.concatenate([file_groups_of(c, n) for c in keys.chunks] or [np.empty(0, np.int64)])
+    arr = keys
     out = np.empty(len(arr), np.int64)
     if len(arr) == 0:
         return out
@@ -96,8 +100,10 @@ def _buffers(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
 
 # -- values --------------------------------------------------------------------------------------------------
 def _codes(arr: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, list[Any]]:
-    """(a number per element, the distinct values those numbers index)."""
+    """(a number per element, the distinct values those numbers index); a null is refused."""
     enc = pc.dictionary_encode(arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr)
+    if enc.indices.null_count:
+        raise ValueError("record index: a null file id or instant time in the locations to encode")
     return enc.indices.to_numpy(zero_copy_only=False).astype(np.int64), enc.dictionary.to_pylist()
 
 
@@ -107,14 +113,15 @@ def encode_locations(partitions: pa.Array, file_ids: pa.Array, instants_ms: pa.A
     n = len(partitions)
     if n == 0:
         return pa.array([], pa.binary())
-    (pi, ps), (fi, fs), (ti, ts) = _codes(partitions), _codes(file_ids), _codes(instants_ms)
+    # a null partition is the empty one (a non-partitioned table's)
+    (pi, ps), (fi, fs), (ti, ts) = _codes(pc.fill_null(partitions, "")), _codes(file_ids), _codes(instants_ms)
     combined = (pi * len(fs) + fi) * len(ts) + ti
     uniq, inverse = np.unique(combined, return_inverse=True)
     values = []
     for c in uniq.tolist():
         rest, t = divmod(c, len(ts))
         p, f = divmod(rest, len(fs))
-        values.append(encode_value(record_index_record("", ps[p] or "", fs[f], int(ts[t]))))
+        values.append(encode_value(record_index_record("", ps[p], fs[f], int(ts[t]))))
     return pa.array(values, pa.binary()).take(pa.array(inverse.astype(np.int32)))
 
 

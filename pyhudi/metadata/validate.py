@@ -283,6 +283,8 @@ def check_file_group(lk: RecordIndexLookup, fg: int, data: pa.Table, limit: int)
         "wrong": [f"{k}: index says {(ilocs[k]['ipart'], ilocs[k]['ifid'])}, data in {sorted(held[k])[0]}"
                   for k in wrong_keys],
         "duplicate_keys": [f"{k}: in {', '.join(map(str, sorted(dup_locs[k])))}" for k in dup_sample],
+        # the keys of the samples above, in the same order: groups' samples are merged by key
+        "sample_keys": {"missing": None, "extra": None, "wrong": wrong_keys, "duplicate_keys": dup_sample},
     }
 
 
@@ -291,7 +293,9 @@ def _merge_checks(groups: list[dict[str, Any]], num_file_groups: int, limit: int
                            "entries": sum(g["entries"] for g in groups)}
     for kind in _SAMPLE_KINDS:
         out[f"{kind}_count"] = sum(g[f"{kind}_count"] for g in groups)
-        out[kind] = sorted(x for g in groups for x in g[kind])[:limit]
+        keyed = [(k, x) for g in groups
+                 for k, x in zip(g["sample_keys"][kind] or g[kind], g[kind], strict=True)]
+        out[kind] = [x for _, x in sorted(keyed)[:limit]]  # in key order, as the Spark check takes them
     return out
 
 
@@ -313,7 +317,7 @@ def _check_groups_here(table: Table, tl: Any, lk: RecordIndexLookup, limit: int)
         keys = FileSliceReader(scan.read, sl).read().column(RECORD_KEY_COL).combine_chunks().cast(pa.string())
         key_chunks.append(keys)
         owner.append(np.full(len(keys), i, np.int32))
-    keys = pa.concat_arrays(key_chunks) if key_chunks else pa.array([], pa.string())
+    keys = pa.chunked_array(key_chunks, pa.string())  # chunked: the keys may pass 2 GiB of string data
     of = np.concatenate(owner) if owner else np.zeros(0, np.int32)
     parts = pa.array([sl.partition for sl in slices], pa.string())
     fids = pa.array([sl.file_id for sl in slices], pa.string())
@@ -353,7 +357,9 @@ def _check_in_spark(spark: Any, table: Table, tl: Any, lk: RecordIndexLookup, li
                 i, sl = pickle.loads(raw)
                 assert spec is not None
                 keys = FileSliceReader(spec, sl).read().column(RECORD_KEY_COL).combine_chunks().cast(pa.string())
-                yield pa.record_batch([keys, pa.array(np.full(len(keys), i, np.int32))], names=["key", "loc"])
+                keys = keys.filter(pc.is_valid(keys))
+                yield pa.record_batch([keys, pa.array(file_groups_of(keys, n).astype(np.int32)),
+                                       pa.array(np.full(len(keys), i, np.int32))], names=["key", "fg", "loc"])
 
     def index_keys(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for b in batches:
@@ -365,15 +371,19 @@ def _check_in_spark(spark: Any, table: Table, tl: Any, lk: RecordIndexLookup, li
                     ids = [loc_ids.get(loc, -1) for loc in zip(dec.column("partition").to_pylist(),
                                                               dec.column("file_id").to_pylist(), strict=True)]
                     iloc = pa.array(ids, pa.int32()).take(enc.indices)
+                    fg = pa.array(np.full(len(keys), g, np.int32))
                     for off in range(0, len(keys), batch_rows):
-                        yield pa.record_batch([keys.slice(off, batch_rows).cast(pa.string()),
-                                               iloc.slice(off, batch_rows)], names=["key", "iloc"])
+                        yield pa.record_batch([keys.slice(off, batch_rows).cast(pa.string()), fg.slice(off, batch_rows),
+                                               iloc.slice(off, batch_rows)], names=["key", "fg", "iloc"])
 
-    data = (slices_frame(spark, list(enumerate(slices)), parallelism).mapInArrow(data_keys, "key string, loc int")
-            if slices else spark.createDataFrame([], "key string, loc int"))
+    data_schema = "key string, fg int, loc int"
+    data = (slices_frame(spark, list(enumerate(slices)), parallelism).mapInArrow(data_keys, data_schema)
+            if slices else spark.createDataFrame([], data_schema))
     index = spark.createDataFrame([(g,) for g in range(n)], "fg int").repartition(max(1, min(n, parallelism)))
-    index = index.mapInArrow(index_keys, "key string, iloc int")
-    per_key = data.join(index, "key", "full_outer").groupBy("key").agg(
+    index = index.mapInArrow(index_keys, "key string, fg int, iloc int")
+    # joined on the key and its file group: an entry in a file group other than the one its key hashes to is
+    # one lookups never read (missing there, extra where it is), as the check on the driver finds it
+    per_key = data.join(index, ["key", "fg"], "full_outer").groupBy("key", "fg").agg(
         F.min("loc").alias("loc0"), F.max("loc").alias("loc1"), F.max("iloc").alias("iloc"),
         F.max((F.col("loc") == F.col("iloc")).cast("int")).alias("hit"))
     in_data, in_index = F.col("loc0").isNotNull(), F.col("iloc").isNotNull()

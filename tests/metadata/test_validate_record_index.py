@@ -110,9 +110,15 @@ def test_driver_and_spark_checks_agree_on_a_corrupted_index(spark, tmp_path: Pat
     mdt = posixpath.join(table.base_path, ".hoodie", "metadata")
     instant = max(p.name.split(".")[0].split("_")[0] for p in Path(mdt, ".hoodie", "timeline").iterdir()
                   if p.name.endswith(".deltacommit"))
+    # an entry moved to a file group other than the one its key hashes to: lookups never read it
+    astray = keys[20]
+    home = int(file_groups_of(pa.array([astray]), lk.num_file_groups)[0])
     changes: dict[int, tuple[list[str], list[tuple[str, str]], list[str]]] = {}
-    for k, loc, dele in ((moved, other, False), ("ghost", where[keys[0]], False), (gone, None, True)):
-        g = int(file_groups_of(pa.array([k]), lk.num_file_groups)[0])
+    for k, loc, dele, g in ((moved, other, False, None), ("ghost", where[keys[0]], False, None),
+                            (gone, None, True, None), (astray, None, True, home),
+                            (astray, where[astray], False, (home + 1) % lk.num_file_groups)):
+        if g is None:
+            g = int(file_groups_of(pa.array([k]), lk.num_file_groups)[0])
         ks, locs, deleted = changes.setdefault(g, ([], [], []))
         if dele:
             deleted.append(k)
@@ -130,9 +136,23 @@ def test_driver_and_spark_checks_agree_on_a_corrupted_index(spark, tmp_path: Pat
     assert here == there
     ri = here["record_index"]
     assert not here["ok"]
-    assert (ri["missing"], ri["extra"]) == ([gone], ["ghost"])
+    assert (ri["missing"], ri["extra"]) == (sorted([gone, astray]), sorted(["ghost", astray]))
     assert ri["wrong"] == [f"{moved}: index says {other}, data in {where[moved]}"]
     assert ri["entries"] == len(keys) and ri["file_groups"] == lk.num_file_groups
+
+
+def test_samples_of_file_groups_merged_in_key_order() -> None:
+    """The first samples of every file group, merged by key (as the Spark check orders them), not by message."""
+    from pyhudi.metadata.validate import _merge_checks
+
+    def group(wrong: list[str]) -> dict:
+        return {"entries": 1, "missing_count": 0, "extra_count": 0, "wrong_count": len(wrong),
+                "duplicate_keys_count": 0, "missing": [], "extra": [], "duplicate_keys": [],
+                "wrong": [f"{k}: index says x" for k in wrong],
+                "sample_keys": {"missing": None, "extra": None, "wrong": wrong, "duplicate_keys": []}}
+
+    merged = _merge_checks([group(["k10"]), group(["k1", "k2"])], 2, 2)
+    assert merged["wrong"] == ["k1: index says x", "k10: index says x"] and merged["wrong_count"] == 3
 
 
 pytestmark = pytest.mark.spark
