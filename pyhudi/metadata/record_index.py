@@ -148,9 +148,24 @@ def decode_locations(values: pa.Array | pa.ChunkedArray, schema_json: str | None
     )
 
 
+def key_order(keys: pa.Array) -> pa.Array:
+    """Indices that sort ``keys`` (binary), each key once: a key given twice (one commit's ``insert`` of a key
+    into two file groups, which Hudi allows; the index names one of them) keeps its first occurrence."""
+    order = pc.sort_indices(keys)
+    k = keys.take(order)
+    if len(k) > 1:
+        repeat = np.zeros(len(k), bool)
+        repeat[1:] = pc.equal(k.slice(1), k.slice(0, len(k) - 1)).to_numpy(zero_copy_only=False)
+        if repeat.any():
+            order = order.filter(pa.array(~repeat))
+    return order
+
+
 def sorted_cells(keys: pa.Array, values: pa.Array) -> tuple[pa.Array, pa.Array]:
-    order = pc.sort_indices(to_binary_array(keys))
-    return to_binary_array(keys).take(order), values.take(order)
+    """(keys, values) in key order, each key once (:func:`key_order`)."""
+    keys = to_binary_array(keys)
+    order = key_order(keys)
+    return keys.take(order), values.take(order)
 
 
 def log_block_bytes(instant: str, keys: pa.Array, values: pa.Array, deleted: Sequence[str] = (), *,
@@ -412,7 +427,7 @@ def _write_inserts(status_df, storage: Storage, mdt_path: str, instant: str, t_m
 
     def block(t: pa.Table) -> tuple[pa.Array, pa.Array, list[str]]:
         keys = to_binary_array(t.column("key"))
-        order = pc.sort_indices(keys)
+        order = key_order(keys)
         # the locations' values made once each, then taken in key order
         loc_values = encode_locations(loc_parts, loc_fids, pa.array(np.full(len(loc_parts), t_ms), pa.int64()))
         return keys.take(order), loc_values.take(t.column(_LOC_COL).combine_chunks().take(order)), []
@@ -436,9 +451,9 @@ def _changes_block(t: pa.Table, t_ms: int) -> tuple[pa.Array, pa.Array, list[str
         deleted = t.filter(pc.invert(is_ins)).column("key").to_pylist()
         t = t.filter(is_ins)
     keys = to_binary_array(t.column("key"))
-    order = pc.sort_indices(keys)  # sorted before the values are made: one copy of each
+    order = key_order(keys)  # sorted before the values are made: one copy of each
     values = encode_locations(t.column("partition").take(order), t.column("file_id").take(order),
-                              pa.array(np.full(t.num_rows, t_ms), pa.int64()))
+                              pa.array(np.full(len(order), t_ms), pa.int64()))
     return keys.take(order), values, deleted
 
 

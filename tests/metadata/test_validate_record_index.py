@@ -141,6 +141,32 @@ def test_driver_and_spark_checks_agree_on_a_corrupted_index(spark, tmp_path: Pat
     assert ri["entries"] == len(keys) and ri["file_groups"] == lk.num_file_groups
 
 
+@pytest.mark.parametrize("spark_job", [False, True], ids=["driver", "spark_job"])
+def test_one_commit_inserting_a_key_twice(spark, tmp_path: Path, monkeypatch, spark_job: bool) -> None:  # type: ignore[no-untyped-def]
+    """Operation insert does not combine a batch's records by default: a key given twice in one batch, in two
+    partitions, is written twice (as Hudi does); the record index names one of the two file groups, lookups find
+    it there, and validate reports the key as held twice."""
+    from pyhudi.metadata import record_index
+
+    if spark_job:
+        monkeypatch.setattr(record_index, "DRIVER_UPDATE_MAX_KEYS", 0)
+    base = str(tmp_path / "t")
+    first = _rows(["a", "b"], ["x", "y"])
+    table = Table.create(base, first.schema, OPTS)
+    table.write(spark.createDataFrame(first), "insert", OPTS)
+    table.write(spark.createDataFrame(_rows(["c", "c", "d"], ["x", "y", "y"], 2)), "insert", OPTS)
+    table = Table.open(base)
+    held = {(p, f.split("_")[0]) for k, p, f in zip(*(table.to_arrow().column(c).to_pylist() for c in (
+        "_hoodie_record_key", "_hoodie_partition_path", "_hoodie_file_name")), strict=True) if k == "c"}
+    assert len(held) == 2
+    found = table.lookup(["c"]).to_pylist()[0]
+    assert found["found"] and (found["partition"], found["file_id"]) in held
+    for rep in (validate_table(table), validate_table(table, spark=spark)):
+        ri = rep.record_index
+        assert rep.ok and ri is not None and ri["entries"] == 4, rep.to_dict()
+        assert ri["duplicate_keys"] == [f"c: in {', '.join(map(str, sorted(held)))}"]
+
+
 def test_samples_of_file_groups_merged_in_key_order() -> None:
     """The first samples of every file group, merged by key (as the Spark check orders them), not by message."""
     from pyhudi.metadata.validate import _merge_checks
