@@ -422,14 +422,14 @@ def _write_inserts(status_df, storage: Storage, mdt_path: str, instant: str, t_m
     schema = pa.schema([("key", pa.string()), (_LOC_COL, pa.int32()), (_FG_COL, pa.int32()), (ROUTE_COL, pa.int32())])
     rows = status_df.select("partition", "file_id", "inserted_keys").mapInArrow(
         inserted_keys_task(n, tasks, locations), from_arrow_schema(schema))
-    loc_parts = pa.array([p for p, _ in locations], pa.string())
-    loc_fids = pa.array([f for _, f in locations], pa.string())
+    # the locations' values made once each, here; a block takes them in key order
+    loc_values = encode_locations(pa.array([p for p, _ in locations], pa.string()),
+                                  pa.array([f for _, f in locations], pa.string()),
+                                  pa.array(np.full(len(locations), t_ms), pa.int64()))
 
     def block(t: pa.Table) -> tuple[pa.Array, pa.Array, list[str]]:
         keys = to_binary_array(t.column("key"))
         order = key_order(keys)
-        # the locations' values made once each, then taken in key order
-        loc_values = encode_locations(loc_parts, loc_fids, pa.array(np.full(len(loc_parts), t_ms), pa.int64()))
         return keys.take(order), loc_values.take(t.column(_LOC_COL).combine_chunks().take(order)), []
 
     write_group = _streamed_group_log(storage, mdt_path, instant, block, LOG_BLOCK_MAX_KEYS)

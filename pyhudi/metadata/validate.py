@@ -255,8 +255,9 @@ def check_file_group(lk: RecordIndexLookup, fg: int, data: pa.Table, limit: int)
     hits = both.group_by("key").aggregate([("hit", "any")])
     wrong = hits.filter(pc.invert(hits.column("hit_any"))).column("key")
 
-    def where(sample: list[str]) -> dict[str, list[tuple[str, str]]]:
-        rows = both.filter(pc.is_in(both.column("key"), pa.array(sample, pa.string()))) if sample else both.slice(0, 0)
+    def held(sample: list[str]) -> dict[str, list[tuple[str, str]]]:
+        """The (partition, file id) of the file slices holding each of the ``sample`` keys."""
+        rows = data.filter(pc.is_in(data.column("key"), pa.array(sample, pa.string())))
         out: dict[str, list[tuple[str, str]]] = {}
         for k, p, f in zip(*(rows.column(c).to_pylist() for c in ("key", "partition", "file_id")), strict=True):
             out.setdefault(k, []).append((p, f))
@@ -265,12 +266,9 @@ def check_file_group(lk: RecordIndexLookup, fg: int, data: pa.Table, limit: int)
     wrong_keys = _unique_sorted(wrong, limit)
     ilocs = dict(zip(wrong_keys, idx.filter(pc.is_in(idx.column("key"), pa.array(wrong_keys, pa.string())))
                      .sort_by("key").select(["ipart", "ifid"]).to_pylist(), strict=True)) if wrong_keys else {}
-    held = where(wrong_keys)
+    wrong_held = held(wrong_keys)
     dup_sample = _unique_sorted(dup_keys, limit)
-    dup_rows = data.filter(pc.is_in(data.column("key"), pa.array(dup_sample, pa.string())))
-    dup_locs: dict[str, list[tuple[str, str]]] = {}
-    for k, p, f in zip(*(dup_rows.column(c).to_pylist() for c in ("key", "partition", "file_id")), strict=True):
-        dup_locs.setdefault(k, []).append((p, f))
+    dup_locs = held(dup_sample)
     return {
         "fg": fg,
         "entries": len(idx),
@@ -280,7 +278,7 @@ def check_file_group(lk: RecordIndexLookup, fg: int, data: pa.Table, limit: int)
         "duplicate_keys_count": len(dup_keys),
         "missing": _unique_sorted(missing, limit),
         "extra": _unique_sorted(extra, limit),
-        "wrong": [f"{k}: index says {(ilocs[k]['ipart'], ilocs[k]['ifid'])}, data in {sorted(held[k])[0]}"
+        "wrong": [f"{k}: index says {(ilocs[k]['ipart'], ilocs[k]['ifid'])}, data in {sorted(wrong_held[k])[0]}"
                   for k in wrong_keys],
         "duplicate_keys": [f"{k}: in {', '.join(map(str, sorted(dup_locs[k])))}" for k in dup_sample],
         # the keys of the samples above, in the same order: groups' samples are merged by key
