@@ -79,7 +79,7 @@ def write(
     C.WriteConfig.from_options(opts)  # reject bad options before starting Spark
     if Table.exists(table):  # a table pyhudi cannot write is refused before Spark starts
         Table.open(table).check_writable(f"a write ({operation})", mor_supported=operation in MOR_OPERATIONS)
-    spark = get_spark()
+    spark = get_spark(data_source=False)  # a write reads no table through the data source
     from pyhudi.spark.input import read_errors, read_input
 
     df = read_input(spark, input_path, input_format)  # read in Spark tasks, never on the driver
@@ -213,7 +213,7 @@ def validate(table: str, use_spark: bool | None, as_json: bool) -> None:
     if use_spark:
         from pyhudi.spark.session import get_spark
 
-        spark = get_spark()
+        spark = get_spark(data_source=False)
     rep = validate_table(t, spark=spark)
     d = rep.to_dict()
     if as_json:

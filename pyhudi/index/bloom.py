@@ -41,6 +41,7 @@ import pyarrow.compute as pc
 from pyhudi.index.base import LOC_FILE_ID_COL, LOC_PARTITION_COL, Index
 from pyhudi.io.arrow import binary_buffers, to_binary_array
 from pyhudi.io.storage import Storage
+from pyhudi.spark.session import local_frame
 from pyhudi.table import base_file
 from pyhudi.table.schema import PARTITION_PATH_COL, RECORD_KEY_COL
 
@@ -411,7 +412,7 @@ class BloomIndex(Index):
         )
         if cfg.bloom_prune_by_ranges:
             ranges = (
-                spark.createDataFrame([(i, r) for i, (_, _, r) in enumerate(listed)], _FILES_SCHEMA)
+                local_frame(spark, [(i, r) for i, (_, _, r) in enumerate(listed)], _FILES_SCHEMA)
                 .repartition(max(1, min(n, parallelism)))
                 .mapInArrow(_ranges_task(job.storage, job.base_path), from_arrow_schema(_RANGES))
                 .toArrow()

@@ -10,6 +10,7 @@ import pyarrow as pa
 
 from pyhudi.index.base import LOC_FILE_ID_COL, LOC_PARTITION_COL, Index
 from pyhudi.io.storage import Storage
+from pyhudi.spark.session import local_frame
 from pyhudi.table import base_file
 from pyhudi.table.schema import PARTITION_PATH_COL, RECORD_KEY_COL
 
@@ -49,7 +50,7 @@ class SimpleIndex(Index):
         """(key, partition, file id) of every record in the latest base files of ``partitions`` (None: all)."""
         files = job.latest_base_files(partitions)
         spark = job.spark
-        df = spark.createDataFrame(files, _FILES_SCHEMA)
+        df = local_frame(spark, files, _FILES_SCHEMA)
         n = max(1, min(len(files), job.parallelism))
         return df.repartition(n).mapInArrow(read_keys_task(job.storage, job.base_path), _KEYS_SCHEMA)
 

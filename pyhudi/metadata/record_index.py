@@ -40,6 +40,7 @@ from pyhudi.metadata.records import (
     writer_schema_json,
 )
 from pyhudi.spark.partitioning import ROUTE_COL, route_values
+from pyhudi.spark.session import local_frame
 from pyhudi.spark.task import task_ids
 from pyhudi.table.properties import METAFOLDER, TableConfig, read_table_config
 from pyhudi.table.timeline import ActiveTimeline, parse_instant_time
@@ -661,7 +662,7 @@ def slices_frame(spark, slices: Sequence[Any], parallelism: int):
     ``parallelism`` tasks."""
     import pickle
 
-    src = spark.createDataFrame([(pickle.dumps(s),) for s in slices], "slice binary")
+    src = local_frame(spark, [(pickle.dumps(s),) for s in slices], "slice binary")
     return src.repartition(max(1, min(len(slices), parallelism)))
 
 

@@ -30,6 +30,7 @@ from pyhudi.metadata.record_index import (
     file_groups_of,
     merged_parts,
 )
+from pyhudi.spark.session import local_frame
 from pyhudi.table.filenames import parse_data_file_name
 from pyhudi.table.fsview import StorageListing
 from pyhudi.table.schema import RECORD_KEY_COL
@@ -376,8 +377,8 @@ def _check_in_spark(spark: Any, table: Table, tl: Any, lk: RecordIndexLookup, li
 
     data_schema = "key string, fg int, loc int"
     data = (slices_frame(spark, list(enumerate(slices)), parallelism).mapInArrow(data_keys, data_schema)
-            if slices else spark.createDataFrame([], data_schema))
-    index = spark.createDataFrame([(g,) for g in range(n)], "fg int").repartition(max(1, min(n, parallelism)))
+            if slices else local_frame(spark, [], data_schema))
+    index = local_frame(spark, [(g,) for g in range(n)], "fg int").repartition(max(1, min(n, parallelism)))
     index = index.mapInArrow(index_keys, "key string, fg int, iloc int")
     # joined on the key and its file group: an entry in a file group other than the one its key hashes to is
     # one lookups never read (missing there, extra where it is), as the check on the driver finds it

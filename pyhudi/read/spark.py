@@ -22,6 +22,7 @@ import pyarrow as pa
 from pyhudi.read.plan import ScanPlan
 from pyhudi.read.slice_reader import FileSliceReader, ReadSpec
 from pyhudi.spark.partitioning import ROUTE_COL, route_values
+from pyhudi.spark.session import local_frame
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -61,10 +62,10 @@ def read_dataframe(spark: SparkSession, plan: ScanPlan, split_bytes: int) -> Dat
 
     schema = from_arrow_schema(plan.read.schema)
     if not plan.slices:
-        return spark.createDataFrame([], schema)
+        return local_frame(spark, [], schema)
     task_of = pack_tasks([s.size for s in plan.slices], split_bytes, spark.sparkContext.defaultParallelism)
     n = max(task_of) + 1
     routes = route_values(np.array(task_of, np.int64), n).to_pylist()
     rows = [(r, pickle.dumps(s)) for r, s in zip(routes, plan.slices, strict=True)]
-    src = spark.createDataFrame(rows, f"{ROUTE_COL} int, slice binary").repartition(n, ROUTE_COL)
+    src = local_frame(spark, rows, f"{ROUTE_COL} int, slice binary").repartition(n, ROUTE_COL)
     return src.mapInArrow(_read_task(plan.read), schema)

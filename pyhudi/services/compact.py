@@ -37,6 +37,7 @@ import pyarrow as pa
 
 from pyhudi import faults
 from pyhudi.io.storage import Storage
+from pyhudi.spark.session import local_frame
 from pyhudi.table import markers
 from pyhudi.table.commit_metadata import commit_metadata, write_stat
 from pyhudi.table.fsview import FileSystemView, StorageListing
@@ -201,7 +202,7 @@ def execute_compaction(
     rows = [(json.dumps(op),) for op in ops]
     stats: list[dict[str, Any]] = []
     if rows:
-        df = spark.createDataFrame(rows, "op string").repartition(max(1, min(len(rows), parallelism)))
+        df = local_frame(spark, rows, "op string").repartition(max(1, min(len(rows), parallelism)))
         with task_errors():
             out = df.mapInArrow(_compact_task(spec, instant, parquet_options, fault, stats_columns),
                                 from_arrow_schema(STAT_SCHEMA)).collect()

@@ -14,8 +14,10 @@ local masters by :func:`pyhudi.spark.session.get_spark`.
 from __future__ import annotations
 
 import gc
+import os
 import sys
 import traceback
+from importlib.machinery import PathFinder
 
 
 def warm_up() -> None:
@@ -40,7 +42,29 @@ def warm_up() -> None:
     import pyhudi.spark.source  # noqa: F401 - what the tasks of spark.read.format("hudi") unpickle
 
 
+def unzipped_pyspark_path() -> None:
+    """Take PySpark's own zip archives (``pyspark.zip`` and py4j's, which Spark puts first on the workers'
+    ``PYTHONPATH``) off ``sys.path`` when the interpreter has the same PySpark installed, the one whose
+    ``python/lib`` holds them (a pip-installed PySpark, what a local session runs). A module imported from a zip
+    is compiled from source in every process, as zipimport keeps no bytecode cache, and PySpark's worker calls
+    ``importlib.invalidate_caches()`` before every task, which reads each zip's directory again: about 0.55 s
+    more for this daemon to start (the first Python task of a fresh process waits for it), and 20-40 ms per task."""
+    rest = [p for p in sys.path if not p.endswith(".zip")]
+    for name in ("pyspark", "py4j"):
+        spec = PathFinder.find_spec(name, rest)
+        if spec is None or not spec.origin:
+            return
+    pyspark = PathFinder.find_spec("pyspark", rest)
+    assert pyspark is not None and pyspark.origin
+    lib = os.path.join(os.path.dirname(pyspark.origin), "python", "lib") + os.sep
+    zips = [p for p in sys.path if p.endswith(".zip") and os.path.abspath(p).startswith(lib)]
+    for p in zips:
+        sys.path.remove(p)
+        sys.path_importer_cache.pop(p, None)
+
+
 def main() -> None:
+    unzipped_pyspark_path()
     try:
         warm_up()
     except Exception:  # a worker loads the kernels itself when this fails

@@ -44,6 +44,7 @@ import pyarrow as pa
 import pyarrow.csv as pcsv
 
 from pyhudi.errors import InvalidInputError, PyHudiError
+from pyhudi.spark.session import local_frame
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -417,7 +418,7 @@ def _read_in_tasks(spark: SparkSession, storage: Storage, found: InputFiles) -> 
             for path in b.column(0).to_pylist():
                 yield from _read_file(storage, path, fmt, source, target)
 
-    paths = spark.createDataFrame([(p,) for p in found.files], "path string")
+    paths = local_frame(spark, [(p,) for p in found.files], "path string")
     n = min(len(found.files), max(1, spark.sparkContext.defaultParallelism))
     return paths.repartition(n).mapInArrow(read, spark_schema)
 

@@ -27,6 +27,7 @@ from pyhudi.io.storage import Storage
 from pyhudi.spark import cached
 from pyhudi.spark.errors import task_errors
 from pyhudi.spark.partitioning import ROUTE_COL
+from pyhudi.spark.session import local_frame
 from pyhudi.table.commit_metadata import commit_metadata, write_stat
 from pyhudi.table.evolution import conform_array
 from pyhudi.table.filenames import make_file_id, new_file_id_prefix
@@ -415,7 +416,7 @@ class WriteProducer:
                 )
         else:
             if upd:
-                upd_df = spark.createDataFrame(upd, "__p string, __f string, __b int")
+                upd_df = local_frame(spark, upd, "__p string, __f string, __b int")
                 parts.append(
                     base.filter(F.col(LOC_FILE_ID_COL).isNotNull())
                     .join(F.broadcast(upd_df),
@@ -423,7 +424,7 @@ class WriteProducer:
                     .drop("__p", "__f")
                 )
             if self.insert_ranges:
-                rng = spark.createDataFrame(self.insert_ranges, "__p string, __lo double, __hi double, __b int")
+                rng = local_frame(spark, self.insert_ranges, "__p string, __lo double, __hi double, __b int")
                 ins = base.filter(F.col(LOC_FILE_ID_COL).isNull() & (F.col(OP_COL) == OP_UPSERT)).withColumn("__h", h)
                 parts.append(
                     ins.join(
@@ -676,7 +677,7 @@ def _stored_slice_ordering(job: WriteJob, groups: set[tuple[str, str]], fields: 
                 cols += [t.column(f).combine_chunks().cast(schema.field(f"__old_{f}").type) for f in fields]
                 yield pa.RecordBatch.from_arrays(cols, schema=schema)
 
-    src = job.spark.createDataFrame(rows, "partition string, file_id string, path string, logs string")
+    src = local_frame(job.spark, rows, "partition string, file_id string, path string, logs string")
     return src.mapInArrow(run, from_arrow_schema(schema))
 
 
@@ -694,7 +695,7 @@ def _split_movers_by_ordering(job: WriteJob, movers: DataFrame) -> tuple[DataFra
         stored = _stored_slice_ordering(job, groups, fields, schema)
     else:
         paths = [(rel,) for p, f, rel in job.latest_base_files(None) if (p, f) in groups]
-        stored = job.spark.createDataFrame(paths, "path string").mapInArrow(
+        stored = local_frame(job.spark, paths, "path string").mapInArrow(
             _stored_ordering_task(job.storage, job.base_path, fields, schema), from_arrow_schema(schema)
         )
     j = movers.join(stored, movers[RECORD_KEY_COL] == stored["__okey"], "left")
@@ -1066,7 +1067,7 @@ class InsertOverwriteProducer(WriteProducer):
             schema = "partition string, file_id string, path string, instant string"
         files = slices
         if files:
-            src = job.spark.createDataFrame(files, schema)
+            src = local_frame(job.spark, files, schema)
             gone = src.repartition(max(1, min(len(files), job.parallelism))).mapInArrow(
                 task, from_arrow_schema(WRITE_STATUS_SCHEMA)
             )

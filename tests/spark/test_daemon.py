@@ -75,8 +75,32 @@ def test_tasks_run_in_workers_forked_from_the_pyhudi_daemon(spark) -> None:  # t
         warm = warm and gc.get_freeze_count() > 10_000
         with open(f"/proc/{os.getppid()}/cmdline", "rb") as f:
             cmd = f.read().replace(b"\0", b" ").decode()
+        where = sys.modules["pyspark"].__file__
         for b in batches:
-            yield pa.record_batch([pa.array([cmd] * b.num_rows), pa.array([warm] * b.num_rows)], names=["cmd", "warm"])
+            yield pa.record_batch([pa.array([cmd] * b.num_rows), pa.array([warm] * b.num_rows),
+                                   pa.array([where] * b.num_rows)], names=["cmd", "warm", "pyspark"])
 
-    rows = spark.range(4).repartition(2).mapInArrow(probe, "cmd string, warm boolean").collect()
+    rows = spark.range(4).repartition(2).mapInArrow(probe, "cmd string, warm boolean, pyspark string").collect()
     assert rows and all("pyhudi.spark.daemon" in r.cmd and r.warm for r in rows), rows[:1]
+    # PySpark itself imported from the installed package (compiled once), not from Spark's pyspark.zip
+    import pyspark
+
+    assert {r.pyspark for r in rows} == {pyspark.__file__}
+
+
+def test_pyspark_zips_leave_the_path_only_when_the_same_pyspark_is_installed(monkeypatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import pyspark
+
+    from pyhudi.spark.daemon import unzipped_pyspark_path
+
+    lib = os.path.join(os.path.dirname(pyspark.__file__), "python", "lib")
+    other = str(tmp_path / "deps.zip")  # a job's own --py-files archive stays
+    path = [os.path.join(lib, "pyspark.zip"), os.path.join(lib, "py4j-0.10.9.9-src.zip"), other, *sys.path]
+    monkeypatch.setattr(sys, "path", list(path))
+    unzipped_pyspark_path()
+    assert sys.path == path[2:]
+    # zips of another Spark installation (SPARK_HOME elsewhere) stay: their PySpark may differ from this one
+    elsewhere = [str(tmp_path / "spark" / "python" / "lib" / "pyspark.zip"), *path[2:]]
+    monkeypatch.setattr(sys, "path", list(elsewhere))
+    unzipped_pyspark_path()
+    assert sys.path == elsewhere
