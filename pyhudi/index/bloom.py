@@ -41,7 +41,7 @@ import pyarrow.compute as pc
 from pyhudi.index.base import LOC_FILE_ID_COL, LOC_PARTITION_COL, Index
 from pyhudi.io.arrow import binary_buffers, to_binary_array
 from pyhudi.io.storage import Storage
-from pyhudi.spark.session import local_frame
+from pyhudi.spark.frames import local_frame
 from pyhudi.table import base_file
 from pyhudi.table.schema import PARTITION_PATH_COL, RECORD_KEY_COL
 

@@ -10,7 +10,7 @@ import pyarrow as pa
 
 from pyhudi.index.base import LOC_FILE_ID_COL, LOC_PARTITION_COL, Index
 from pyhudi.io.storage import Storage
-from pyhudi.spark.session import local_frame
+from pyhudi.spark.frames import local_frame
 from pyhudi.table import base_file
 from pyhudi.table.schema import PARTITION_PATH_COL, RECORD_KEY_COL
 

@@ -39,8 +39,8 @@ from pyhudi.metadata.records import (
     record_index_record,
     writer_schema_json,
 )
+from pyhudi.spark.frames import local_frame
 from pyhudi.spark.partitioning import ROUTE_COL, route_values
-from pyhudi.spark.session import local_frame
 from pyhudi.spark.task import task_ids
 from pyhudi.table.properties import METAFOLDER, TableConfig, read_table_config
 from pyhudi.table.timeline import ActiveTimeline, parse_instant_time

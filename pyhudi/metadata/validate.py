@@ -30,7 +30,7 @@ from pyhudi.metadata.record_index import (
     file_groups_of,
     merged_parts,
 )
-from pyhudi.spark.session import local_frame
+from pyhudi.spark.frames import local_frame
 from pyhudi.table.filenames import parse_data_file_name
 from pyhudi.table.fsview import StorageListing
 from pyhudi.table.schema import RECORD_KEY_COL

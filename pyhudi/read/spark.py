@@ -21,8 +21,8 @@ import pyarrow as pa
 
 from pyhudi.read.plan import ScanPlan
 from pyhudi.read.slice_reader import FileSliceReader, ReadSpec
+from pyhudi.spark.frames import local_frame
 from pyhudi.spark.partitioning import ROUTE_COL, route_values
-from pyhudi.spark.session import local_frame
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

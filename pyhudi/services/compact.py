@@ -37,7 +37,7 @@ import pyarrow as pa
 
 from pyhudi import faults
 from pyhudi.io.storage import Storage
-from pyhudi.spark.session import local_frame
+from pyhudi.spark.frames import local_frame
 from pyhudi.table import markers
 from pyhudi.table.commit_metadata import commit_metadata, write_stat
 from pyhudi.table.fsview import FileSystemView, StorageListing

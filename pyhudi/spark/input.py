@@ -44,7 +44,7 @@ import pyarrow as pa
 import pyarrow.csv as pcsv
 
 from pyhudi.errors import InvalidInputError, PyHudiError
-from pyhudi.spark.session import local_frame
+from pyhudi.spark.frames import local_frame
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

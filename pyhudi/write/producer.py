@@ -26,8 +26,8 @@ from pyhudi.index.base import LOC_FILE_ID_COL, LOC_PARTITION_COL, KeyRouting
 from pyhudi.io.storage import Storage
 from pyhudi.spark import cached
 from pyhudi.spark.errors import task_errors
+from pyhudi.spark.frames import local_frame
 from pyhudi.spark.partitioning import ROUTE_COL
-from pyhudi.spark.session import local_frame
 from pyhudi.table.commit_metadata import commit_metadata, write_stat
 from pyhudi.table.evolution import conform_array
 from pyhudi.table.filenames import make_file_id, new_file_id_prefix
