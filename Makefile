@@ -11,6 +11,10 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
+	# pyhudi's own bytecode, as pip compiles a wheel's at install: a process whose environment writes none
+	# (PYTHONDONTWRITEBYTECODE) would otherwise compile every module from source, the driver and the Python
+	# daemon alike
+	$(BIN)/python -m compileall -q pyhudi
 	# a class-data archive of the Spark driver's classes: every later process starts its session faster
 	$(BIN)/python -m pyhudi.spark.cds
 	@touch $(STAMP)
