@@ -33,6 +33,7 @@ def sample(n: int, rng: np.random.Generator, days: int = 30) -> pa.Table:
 
 
 def main() -> int:
+    from pyhudi.spark.java import SHORT_JOB_INPUT_BYTES
     from pyhudi.spark.session import get_spark
     from pyhudi.table.table import Table
 
@@ -42,8 +43,9 @@ def main() -> int:
     n = int(os.environ.get("PYHUDI_DEMO_ROWS", "200000"))
     rng = np.random.default_rng(7)
     print(f"starting Spark (local) and writing {n} sample rows to {base}", flush=True)
-    spark = get_spark()
     first = sample(n, rng)
+    # a few small writes: a short job for the JVM (pyhudi.spark.java.SHORT_JOB_JAVA_OPTIONS)
+    spark = get_spark(short_job=first.nbytes <= SHORT_JOB_INPUT_BYTES)
     opts = {
         "hoodie.table.name": "trips",
         "hoodie.datasource.write.recordkey.field": "uuid",

@@ -79,8 +79,12 @@ def write(
     C.WriteConfig.from_options(opts)  # reject bad options before starting Spark
     if Table.exists(table):  # a table pyhudi cannot write is refused before Spark starts
         Table.open(table).check_writable(f"a write ({operation})", mor_supported=operation in MOR_OPERATIONS)
-    spark = get_spark(data_source=False)  # a write reads no table through the data source
-    from pyhudi.spark.input import read_errors, read_input
+    from pyhudi.spark.input import input_bytes, read_errors, read_input
+    from pyhudi.spark.java import SHORT_JOB_INPUT_BYTES
+
+    size = input_bytes(input_path, input_format)
+    # a write reads no table through the data source; a small input makes a short job (the JVM's client compiler)
+    spark = get_spark(data_source=False, short_job=size is not None and size <= SHORT_JOB_INPUT_BYTES)
 
     df = read_input(spark, input_path, input_format)  # read in Spark tasks, never on the driver
     t = Table.for_dataframe(table, df, opts)

@@ -86,12 +86,7 @@ spark.stop()
 
 def build(path: Path | None = None) -> Path:
     """Build the archive for the ``java`` Spark will use (replacing one that is there), and return its path."""
-    from pyhudi.spark.java import (
-        DEFAULT_DRIVER_JAVA_OPTIONS,
-        ENV_DRIVER_JAVA_OPTIONS,
-        check_java,
-        java_version,
-    )
+    from pyhudi.spark.java import ENV_DRIVER_JAVA_OPTIONS, check_java, java_version, local_driver_java_options
 
     java = check_java()
     target = path or archive_path(java, java_version(java))
@@ -101,7 +96,7 @@ def build(path: Path | None = None) -> Path:
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     with tempfile.TemporaryDirectory(prefix="pyhudi-cds-") as work:
         pid_file = os.path.join(work, "jvm.pid")
-        base_options = os.environ.get(ENV_DRIVER_JAVA_OPTIONS, DEFAULT_DRIVER_JAVA_OPTIONS)
+        base_options = local_driver_java_options()
         env = {
             **os.environ,
             ENV_CDS: "0",

@@ -103,6 +103,20 @@ def read_input(spark: SparkSession, uri: str, fmt: str | None = None, *, via_sto
         return _read_with_spark(spark, lister, found)
 
 
+def input_bytes(uri: str, fmt: str | None = None) -> int | None:
+    """The total size of the files ``uri`` names (as :func:`read_input` finds them), listed through pyhudi's
+    storage before any Spark session exists; None where that storage does not reach the path or the listing
+    fails (:func:`read_input` then reports what is wrong)."""
+    from pyhudi.io.storage import Storage
+
+    try:
+        storage, path = Storage.from_uri(uri)
+        found = _find(_StorageLister(storage), uri, path, fmt)
+        return sum(int(i.size or 0) for i in storage.fs.get_file_info(list(found.files)))
+    except Exception:
+        return None
+
+
 def spark_reaches(spark: SparkSession, uri: str) -> bool:
     """Whether Spark's Hadoop file systems read ``uri``: a local path, or a scheme whose file system class loads
     in the JVM (``s3a`` needs ``org.apache.hadoop.fs.s3a.S3AFileSystem``, absent from a plain pyspark). A URI with

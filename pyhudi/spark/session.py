@@ -14,7 +14,7 @@ import weakref
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from pyhudi.spark.java import DEFAULT_DRIVER_JAVA_OPTIONS, ENV_DRIVER_JAVA_OPTIONS, check_java, java_version
+from pyhudi.spark.java import check_java, java_version, local_driver_java_options
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -41,11 +41,16 @@ TASK_FAILURE_LOGGERS = (
 _WITHOUT_SOURCE: weakref.WeakSet[SparkSession] = weakref.WeakSet()
 
 
-def get_spark(master: str | None = None, app_name: str = "pyhudi", data_source: bool = True) -> SparkSession:
+def get_spark(
+    master: str | None = None, app_name: str = "pyhudi", data_source: bool = True, short_job: bool = False
+) -> SparkSession:
     """The active Spark session, or a new local one bound to loopback.
 
     ``master`` (or ``PYHUDI_SPARK_MASTER``) picks the master of a new session: ``local[N]`` by default,
-    ``local-cluster[2,1,1024]`` for a local multi-process cluster. A new session has pyhudi's data source
+    ``local-cluster[2,1,1024]`` for a local multi-process cluster. ``short_job``: the process runs one short
+    write (a small input), and a new local driver JVM compiles with the client compiler only
+    (:data:`~pyhudi.spark.java.SHORT_JOB_JAVA_OPTIONS`), unless ``PYHUDI_SPARK_DRIVER_JAVA_OPTIONS`` sets its
+    options. A new session has pyhudi's data source
     registered (``spark.read.format("hudi")``), unless ``data_source`` is False: for a process that only writes
     (the ``pyhudi write`` command), as registering the first Python data source of a JVM makes Spark look for
     installed ones in a Python process of its own (about 1.1 s). Asked for again with ``data_source`` True, the
@@ -101,7 +106,7 @@ def get_spark(master: str | None = None, app_name: str = "pyhudi", data_source: 
         # records, docs/performance.md#memory), and a larger heap mostly fills with garbage the parallel
         # collector keeps (a 4g heap took a 20M-row bulk load's driver JVM to 4.2 GB)
         builder = builder.config("spark.driver.memory", os.environ.get(ENV_DRIVER_MEMORY, DEFAULT_DRIVER_MEMORY))
-        java_options = os.environ.get(ENV_DRIVER_JAVA_OPTIONS, DEFAULT_DRIVER_JAVA_OPTIONS)
+        java_options = local_driver_java_options(short_job)
     if master.startswith("local"):
         # the driver JVM this process starts maps its classes from the class-data archive built at install time
         from pyhudi.spark.cds import driver_java_options

@@ -211,3 +211,18 @@ def test_columns_only_later_files_carry_are_never_dropped(spark, tmp_path: Path,
     j.write_text(filler + json.dumps({"id": "late", "n": 1, "pad": "", "surprise": 7}) + "\n")
     with pytest.raises(InvalidInputError, match=r"surprise|late\.json"):
         _rows(read_input(spark, str(j), via_storage=via_storage))
+
+
+def test_input_bytes_before_any_session(tmp_path: Path) -> None:
+    from pyhudi.spark.input import input_bytes
+
+    d = tmp_path / "in"
+    d.mkdir()
+    pq.write_table(_table(10), d / "part-0.parquet")
+    pq.write_table(_table(20), d / "part-1.parquet")
+    (d / "_SUCCESS").write_text("")  # skipped, as the read skips it
+    sizes = [(d / f"part-{i}.parquet").stat().st_size for i in (0, 1)]
+    assert input_bytes(str(d)) == sum(sizes)
+    assert input_bytes(str(d / "part-1.parquet")) == sizes[1]
+    assert input_bytes(str(d / "part-*.parquet")) == sum(sizes)
+    assert input_bytes(str(tmp_path / "missing")) is None  # the read reports it

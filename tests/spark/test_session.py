@@ -42,3 +42,16 @@ def test_a_session_made_without_the_data_source_gets_it_when_asked(spark) -> Non
     finally:
         session._WITHOUT_SOURCE.discard(spark)
     assert spark._jsparkSession.sessionState().dataSourceManager().dataSourceExists("pyhudi")
+
+
+def test_driver_java_options_of_short_jobs(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from pyhudi.spark.java import SHORT_JOB_JAVA_OPTIONS, local_driver_java_options
+
+    monkeypatch.delenv(ENV_DRIVER_JAVA_OPTIONS, raising=False)
+    assert local_driver_java_options() == DEFAULT_DRIVER_JAVA_OPTIONS
+    assert local_driver_java_options(short_job=True) == f"{DEFAULT_DRIVER_JAVA_OPTIONS} {SHORT_JOB_JAVA_OPTIONS}"
+    # the user's options win, even none at all
+    monkeypatch.setenv(ENV_DRIVER_JAVA_OPTIONS, "-Xss4m")
+    assert local_driver_java_options(short_job=True) == "-Xss4m"
+    monkeypatch.setenv(ENV_DRIVER_JAVA_OPTIONS, "")
+    assert local_driver_java_options(short_job=True) == ""
