@@ -57,11 +57,14 @@ def _timed(cmd: list[str], env: dict[str, str]) -> tuple[float, str]:
     return wall, r.stdout
 
 
-# the same upsert command, again and again in one process: the warm side of the upsert comparison. Reads the
-# table copies to write from stdin, one per line, prints the wall seconds of each
+# the same upsert command, again and again in one process: the warm side of the upsert comparison, in a session
+# started as a long-running one (the command alone would start a short job's JVM for its small input). Reads
+# the table copies to write from stdin, one per line, prints the wall seconds of each
 WARM = """
 import sys, time
 from pyhudi.cli.main import main
+from pyhudi.spark.session import get_spark
+get_spark(data_source=False)  # the default JVM, tuned for long-running sessions (no short_job)
 args = sys.argv[1:]
 for line in sys.stdin:
     t0 = time.perf_counter()
