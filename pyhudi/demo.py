@@ -10,19 +10,21 @@ import os
 import shutil
 import sys
 import time
-import uuid
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 
 def sample(n: int, rng: np.random.Generator, days: int = 30) -> pa.Table:
+    from pyhudi.bench.hfile_bench import random_uuid_keys
+
     day = rng.integers(0, days, size=n)
-    dates = np.datetime64("2026-10-01") + day.astype("timedelta64[D]")
-    part = [str(d).replace("-", "/") for d in dates]
+    dates = (np.datetime64("2026-10-01") + day.astype("timedelta64[D]")).astype("datetime64[s]")
+    part = pc.strftime(pa.array(dates), format="%Y/%m/%d")
     return pa.table(
         {
-            "uuid": [str(uuid.UUID(bytes=rng.bytes(16), version=4)) for _ in range(n)],
+            "uuid": random_uuid_keys(n, rng),
             "ts": pa.array(rng.integers(1_790_000_000_000, 1_800_000_000_000, size=n), pa.int64()),
             "rider": [f"rider-{i % 997:03d}" for i in rng.integers(0, 10_000, size=n)],
             "fare": pa.array(np.round(rng.uniform(3, 120, size=n), 2)),
@@ -44,8 +46,9 @@ def main() -> int:
     rng = np.random.default_rng(7)
     print(f"starting Spark (local) and writing {n} sample rows to {base}", flush=True)
     first = sample(n, rng)
-    # a few small writes: a short job for the JVM (pyhudi.spark.java.SHORT_JOB_JAVA_OPTIONS)
-    spark = get_spark(short_job=first.nbytes <= SHORT_JOB_INPUT_BYTES)
+    # a few small writes: a short job for the JVM (pyhudi.spark.java.SHORT_JOB_JAVA_OPTIONS); the demo reads the
+    # table with Table.read, not through the data source
+    spark = get_spark(short_job=first.nbytes <= SHORT_JOB_INPUT_BYTES, data_source=False)
     opts = {
         "hoodie.table.name": "trips",
         "hoodie.datasource.write.recordkey.field": "uuid",
