@@ -50,17 +50,30 @@ def unzipped_pyspark_path() -> None:
     ``importlib.invalidate_caches()`` before every task, which reads each zip's directory again: about 0.55 s
     more for this daemon to start (the first Python task of a fresh process waits for it), and 20-40 ms per task."""
     rest = [p for p in sys.path if not p.endswith(".zip")]
-    for name in ("pyspark", "py4j"):
-        spec = PathFinder.find_spec(name, rest)
-        if spec is None or not spec.origin:
-            return
     pyspark = PathFinder.find_spec("pyspark", rest)
-    assert pyspark is not None and pyspark.origin
+    if pyspark is None or not pyspark.origin:
+        return
     lib = os.path.join(os.path.dirname(pyspark.origin), "python", "lib") + os.sep
-    zips = [p for p in sys.path if p.endswith(".zip") and os.path.abspath(p).startswith(lib)]
-    for p in zips:
-        sys.path.remove(p)
-        sys.path_importer_cache.pop(p, None)
+    py4j = PathFinder.find_spec("py4j", rest)
+    py4j_zip = f"py4j-{_version_of(py4j.origin)}-src.zip" if py4j is not None and py4j.origin else None
+    for p in [p for p in sys.path if os.path.abspath(p).startswith(lib)]:
+        name = os.path.basename(p)
+        # pyspark.zip is the installed PySpark's own; py4j's zip goes only when the installed py4j is that version
+        if name == "pyspark.zip" or name == py4j_zip:
+            sys.path.remove(p)
+            sys.path_importer_cache.pop(p, None)
+
+
+def _version_of(package_init: str) -> str | None:
+    """``__version__`` of a package's ``version.py`` beside ``package_init``, read without importing it."""
+    try:
+        with open(os.path.join(os.path.dirname(package_init), "version.py"), encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("__version__"):
+                    return line.split("=", 1)[1].strip().strip("'\"")
+    except OSError:
+        return None
+    return None
 
 
 def main() -> None:

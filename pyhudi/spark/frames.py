@@ -21,7 +21,8 @@ def local_frame(spark: SparkSession, rows: Sequence[Sequence[Any]], schema: str 
 
     struct = schema if isinstance(schema, StructType) else StructType.fromDDL(schema)
     assert isinstance(struct, StructType), schema
-    arrow = to_arrow_schema(struct)
+    # timestamps (a table's schema, for an empty read) carry the session's time zone, as Spark's Arrow batches do
+    arrow = to_arrow_schema(struct, timezone=spark.conf.get("spark.sql.session.timeZone") or "UTC")
     columns = list(zip(*rows, strict=True)) if rows else [() for _ in arrow]
     table = pa.table([pa.array(list(c), f.type) for c, f in zip(columns, arrow, strict=True)], schema=arrow)
     return spark.createDataFrame(table, schema=struct)

@@ -104,11 +104,13 @@ def read_input(spark: SparkSession, uri: str, fmt: str | None = None, *, via_sto
 
 
 def input_bytes(uri: str, fmt: str | None = None) -> int | None:
-    """The total size of the files ``uri`` names (as :func:`read_input` finds them), listed through pyhudi's
-    storage before any Spark session exists; None where that storage does not reach the path or the listing
-    fails (:func:`read_input` then reports what is wrong)."""
+    """The total size of the files ``uri`` names (as :func:`read_input` finds them), listed on the local file
+    system before any Spark session exists; None for a URI (an object store: a second listing and a request per
+    file, not worth a guess) or when the listing fails (:func:`read_input` then reports what is wrong)."""
     from pyhudi.io.storage import Storage
 
+    if "://" in uri and not uri.startswith("file://"):
+        return None
     try:
         storage, path = Storage.from_uri(uri)
         found = _find(_StorageLister(storage), uri, path, fmt)

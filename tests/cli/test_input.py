@@ -226,3 +226,5 @@ def test_input_bytes_before_any_session(tmp_path: Path) -> None:
     assert input_bytes(str(d / "part-1.parquet")) == sizes[1]
     assert input_bytes(str(d / "part-*.parquet")) == sum(sizes)
     assert input_bytes(str(tmp_path / "missing")) is None  # the read reports it
+    assert input_bytes(f"file://{d}") == sum(sizes)
+    assert input_bytes("s3://bucket/in/?endpoint_override=127.0.0.1:1") is None  # no listing of object stores here

@@ -99,6 +99,11 @@ def test_pyspark_zips_leave_the_path_only_when_the_same_pyspark_is_installed(mon
     monkeypatch.setattr(sys, "path", list(path))
     unzipped_pyspark_path()
     assert sys.path == path[2:]
+    # a py4j zip of another version than the installed py4j stays (the installed PySpark's own zip goes)
+    other_py4j = [os.path.join(lib, "pyspark.zip"), os.path.join(lib, "py4j-0.0.1-src.zip"), *sys.path]
+    monkeypatch.setattr(sys, "path", list(other_py4j))
+    unzipped_pyspark_path()
+    assert sys.path == other_py4j[1:]
     # zips of another Spark installation (SPARK_HOME elsewhere) stay: their PySpark may differ from this one
     elsewhere = [str(tmp_path / "spark" / "python" / "lib" / "pyspark.zip"), *path[2:]]
     monkeypatch.setattr(sys, "path", list(elsewhere))
