@@ -119,3 +119,22 @@ def test_parquet_options_reach_the_base_files(spark, tmp_path: Path) -> None:  #
         col = md.row_group(0).column(md.schema.names.index("v"))
         assert col.compression == "ZSTD"
         assert not col.has_dictionary_page
+
+
+def test_reads_that_find_nothing_keep_a_timestamp_column(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A point read of keys the table does not hold, and a snapshot of an empty table, are empty DataFrames with
+    the table's schema, timestamps included."""
+    import datetime as dt
+
+    base = str(tmp_path / "t")
+    when = dt.datetime(2026, 11, 26, 9, 0, tzinfo=dt.UTC)
+    rows = pa.table({"id": ["k1"], "ts": pa.array([1], pa.int64()), "dt": ["2026/11/26"],
+                     "at": pa.array([when], pa.timestamp("us", tz="UTC"))})
+    table = Table.create(base, rows.schema, OPTS)
+    empty = table.read(spark)
+    assert empty.collect() == [] and "at" in empty.columns
+    table.write(spark.createDataFrame(rows), "insert", OPTS)
+    table = Table.open(base)
+    assert table.read(spark, keys=["nope"]).select("id", "at").collect() == []
+    got = table.read(spark, keys=["k1"]).select("id", "at").collect()
+    assert [(r["id"], r["at"].replace(tzinfo=dt.UTC)) for r in got] == [("k1", when)]
