@@ -133,6 +133,46 @@ def _murmur(data, start, length, seed):  # pragma: no cover - compiled
 
 
 @_jit
+def _mix_words(data, start, length, ks):  # pragma: no cover - compiled
+    """The seed-independent part of :func:`_murmur` of data[start:start+length]: each 4-byte word mixed (into
+    ``ks``) and the tail bytes' xor. A key's chained hashes differ only in their seed, so a filter mixes its
+    words once and runs :func:`_murmur_mixed` per hash."""
+    n = length >> 2
+    for i in range(n):
+        p = start + (i << 2)
+        k = np.int64(data[p]) | (np.int64(data[p + 1]) << 8) | (np.int64(data[p + 2]) << 16)
+        k |= np.int64(data[p + 3]) << 24
+        k = (k * _MUL) & _M32
+        k ^= k >> 24
+        ks[i] = (k * _MUL) & _M32
+    left = length & 3
+    tail = np.int64(0)
+    if left != 0:
+        end = start + length
+        if left >= 3:
+            tail ^= (_sext(data[end - 3]) << 16) & _M32
+        if left >= 2:
+            tail ^= (_sext(data[end - 2]) << 8) & _M32
+        tail ^= _sext(data[end - 1])
+    return n, tail
+
+
+@_jit
+def _murmur_mixed(ks, n, tail, length, seed):  # pragma: no cover - compiled
+    """:func:`_murmur` from the words :func:`_mix_words` mixed: the same hash."""
+    h = (seed ^ length) & _M32
+    for i in range(n):
+        h = ((h * _MUL) & _M32) ^ ks[i]
+    if length & 3 != 0:
+        h ^= tail
+        h = (h * _MUL) & _M32
+    h ^= h >> 13
+    h = (h * _MUL) & _M32
+    h ^= h >> 15
+    return h
+
+
+@_jit
 def _position(h, vector_size):  # pragma: no cover - compiled
     """Java's ``Math.abs(h % vectorSize)`` for the int whose bit pattern is h."""
     if h >= 0x80000000:
@@ -143,13 +183,18 @@ def _position(h, vector_size):  # pragma: no cover - compiled
 @_jit
 def _add_keys(data, offs, rows, bits, nb_hash, vector_size):  # pragma: no cover - compiled
     """Set the bits of key i in row rows[i] (row 0 for every key when rows is empty)."""
+    longest = 0
+    for i in range(len(offs) - 1):
+        longest = max(longest, offs[i + 1] - offs[i])
+    ks = np.empty((longest >> 2) + 1, np.int64)
     for i in range(len(offs) - 1):
         start = offs[i]
         length = offs[i + 1] - start
         r = rows[i] if len(rows) else 0
+        n, tail = _mix_words(data, start, length, ks)
         h = np.int64(0)
         for _ in range(nb_hash):
-            h = _murmur(data, start, length, h)
+            h = _murmur_mixed(ks, n, tail, length, h)
             p = _position(h, vector_size)
             bits[r, p >> 3] |= np.uint8(1 << (p & 7))
 
@@ -159,9 +204,14 @@ def _test_keys(data, offs, bits, nb_hash, vector_size, out):  # pragma: no cover
     """out[i] = whether some row has every bit of key i; hashes are computed lazily and reused across rows."""
     pos = np.empty(nb_hash, np.int64)
     n_rows = bits.shape[0]
+    longest = 0
+    for i in range(len(offs) - 1):
+        longest = max(longest, offs[i + 1] - offs[i])
+    ks = np.empty((longest >> 2) + 1, np.int64)
     for i in range(len(offs) - 1):
         start = offs[i]
         length = offs[i + 1] - start
+        n, tail = _mix_words(data, start, length, ks)
         done = 0
         h = np.int64(0)
         found = False
@@ -169,7 +219,7 @@ def _test_keys(data, offs, bits, nb_hash, vector_size, out):  # pragma: no cover
             hit = True
             for j in range(nb_hash):
                 if j == done:
-                    h = _murmur(data, start, length, h)
+                    h = _murmur_mixed(ks, n, tail, length, h)
                     pos[j] = _position(h, vector_size)
                     done += 1
                 p = pos[j]
