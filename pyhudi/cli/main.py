@@ -24,9 +24,12 @@ class _Cli(click.Group):
         set_here = ENV_QUIET_TASK_FAILURES not in os.environ
         if set_here:
             os.environ[ENV_QUIET_TASK_FAILURES] = "1"
+        had_session = _active_session() is not None
         try:
             return super().invoke(ctx)
         except PyHudiError as e:
+            if not had_session:  # the session this command started: its JVM logs nothing after the message
+                quiet_jvm(_active_session())
             msg = redact_uri_secrets(str(e))
             if _wants_json(ctx):
                 emit_json({"error": msg, "type": type(e).__name__})
@@ -35,6 +38,28 @@ class _Cli(click.Group):
         finally:
             if set_here:
                 os.environ.pop(ENV_QUIET_TASK_FAILURES, None)
+
+
+def _active_session() -> Any:
+    """The active Spark session, if PySpark is loaded and has one (never imports PySpark)."""
+    if "pyspark.sql" not in sys.modules:
+        return None
+    from pyspark.sql import SparkSession
+
+    return SparkSession.getActiveSession()
+
+
+def quiet_jvm(spark: Any) -> None:
+    """Turn off all logging of ``spark``'s JVM (None: nothing): the command is about to report an error and exit,
+    and a job still running then (the Python daemon's start, the other tasks of a failed stage) would log its
+    cancellation, stack traces included, after the message."""
+    if spark is None:
+        return
+    try:
+        jvm = spark.sparkContext._jvm
+        jvm.org.apache.logging.log4j.core.config.Configurator.setRootLevel(jvm.org.apache.logging.log4j.Level.OFF)
+    except Exception:  # a JVM logging through something else than log4j 2: its logs stay as they are
+        return
 
 
 # the secret key of a URI's credentials: s3://ACCESS_KEY:SECRET_KEY@bucket/path

@@ -1,0 +1,40 @@
+"""The pyhudi command's shared error handling."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+from pyhudi.cli import main as cli
+
+
+def test_quiet_jvm_without_a_session_or_log4j() -> None:
+    cli.quiet_jvm(None)
+
+    class NoJvm:
+        @property
+        def sparkContext(self) -> object:
+            raise RuntimeError("no JVM here")
+
+    cli.quiet_jvm(NoJvm())  # nothing raised: the logs stay as they are
+
+
+@pytest.mark.spark
+def test_an_error_leaves_a_session_the_command_did_not_start_logging(  # type: ignore[no-untyped-def]
+    spark, tmp_path: Path, monkeypatch
+) -> None:
+    """Only the JVM of a session the command started is silenced before its error is reported (the caller's own
+    session, here the tests', keeps its logging)."""
+    quieted: list[object] = []
+    monkeypatch.setattr(cli, "quiet_jvm", quieted.append)
+    pq.write_table(pa.table({"id": [None], "ts": [1], "dt": ["x"]}, schema=pa.schema(
+        [("id", pa.string()), ("ts", pa.int64()), ("dt", pa.string())])), tmp_path / "in.parquet")
+    res = CliRunner().invoke(cli.main, ["write", str(tmp_path / "t"), "--input", str(tmp_path / "in.parquet"),
+                                        "--operation", "upsert", "--record-key", "id", "--partition-field", "dt",
+                                        "--ordering-field", "ts"])
+    assert res.exit_code == 1 and "error:" in res.output, res.output
+    assert quieted == []
