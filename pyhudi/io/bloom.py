@@ -106,37 +106,10 @@ def _sext(b):  # pragma: no cover - compiled
 
 
 @_jit
-def _murmur(data, start, length, seed):  # pragma: no cover - compiled
-    """Hadoop's MurmurHash 2 of data[start:start+length]; seed and result are 32-bit patterns in int64."""
-    h = (seed ^ length) & _M32
-    for i in range(length >> 2):
-        p = start + (i << 2)
-        k = np.int64(data[p]) | (np.int64(data[p + 1]) << 8) | (np.int64(data[p + 2]) << 16)
-        k |= np.int64(data[p + 3]) << 24
-        k = (k * _MUL) & _M32
-        k ^= k >> 24
-        k = (k * _MUL) & _M32
-        h = ((h * _MUL) & _M32) ^ k
-    left = length & 3
-    if left != 0:
-        end = start + length
-        if left >= 3:
-            h ^= (_sext(data[end - 3]) << 16) & _M32
-        if left >= 2:
-            h ^= (_sext(data[end - 2]) << 8) & _M32
-        h ^= _sext(data[end - 1])
-        h = (h * _MUL) & _M32
-    h ^= h >> 13
-    h = (h * _MUL) & _M32
-    h ^= h >> 15
-    return h
-
-
-@_jit
 def _mix_words(data, start, length, ks):  # pragma: no cover - compiled
-    """The seed-independent part of :func:`_murmur` of data[start:start+length]: each 4-byte word mixed (into
-    ``ks``) and the tail bytes' xor. A key's chained hashes differ only in their seed, so a filter mixes its
-    words once and runs :func:`_murmur_mixed` per hash."""
+    """The seed-independent part of Hadoop's MurmurHash 2 of data[start:start+length]: each 4-byte word mixed
+    (into ``ks``) and the tail bytes' xor. A key's chained hashes differ only in their seed, so a filter mixes
+    its words once and runs :func:`_murmur_mixed` per hash."""
     n = length >> 2
     for i in range(n):
         p = start + (i << 2)
@@ -159,7 +132,8 @@ def _mix_words(data, start, length, ks):  # pragma: no cover - compiled
 
 @_jit
 def _murmur_mixed(ks, n, tail, length, seed):  # pragma: no cover - compiled
-    """:func:`_murmur` from the words :func:`_mix_words` mixed: the same hash."""
+    """Hadoop's MurmurHash 2 (Hudi's ``MurmurHash.hash``) with ``seed``, from the words :func:`_mix_words` mixed;
+    seed and result are 32-bit patterns in int64."""
     h = (seed ^ length) & _M32
     for i in range(n):
         h = ((h * _MUL) & _M32) ^ ks[i]

@@ -267,15 +267,17 @@ def test_bit_positions_match_java_murmur(key: bytes, nb_hash: int, vector_size: 
 @given(st.lists(st.binary(min_size=0, max_size=70), min_size=1, max_size=8), st.integers(0, 2**32 - 1))
 @settings(max_examples=200, deadline=None)
 def test_mixed_words_hash_as_murmur(keys: list[bytes], seed: int) -> None:
-    """A key's words mixed once, then hashed per seed, give Hadoop's MurmurHash 2 of the key (every length)."""
-    from pyhudi.io.bloom import _mix_words, _murmur, _murmur_mixed
+    """A key's words mixed once, then hashed per seed, give Java's MurmurHash of the key (every length, keys of
+    several lengths in one buffer)."""
+    from pyhudi.io.bloom import _mix_words, _murmur_mixed
 
     data = np.frombuffer(b"".join(keys) or b"\0", np.uint8)
     ks = np.empty(max(len(k) for k in keys) // 4 + 1, np.int64)
     start = 0
     for k in keys:
         n, tail = _mix_words(data, start, len(k), ks)
-        assert _murmur_mixed(ks, n, tail, len(k), seed) == _murmur(data, start, len(k), seed)
+        java = _java_murmur(k, _i32(seed)) & 0xFFFFFFFF
+        assert _murmur_mixed(ks, n, tail, len(k), seed) == java
         start += len(k)
 
 
