@@ -17,6 +17,7 @@ class _Cli(click.Group):
     """A group whose commands share one error handler: a PyHudiError becomes a clear message and exit 1."""
 
     def invoke(self, ctx: click.Context) -> Any:
+        from pyhudi.spark import session
         from pyhudi.spark.session import ENV_QUIET_TASK_FAILURES
 
         # a failed Spark task is reported once, below, not also by Spark's logs with its stack traces (for the
@@ -29,7 +30,7 @@ class _Cli(click.Group):
             return super().invoke(ctx)
         except PyHudiError as e:
             if not had_session:  # the session this command started: its JVM logs nothing after the message
-                quiet_jvm(_active_session())
+                session.quiet_jvm(_active_session())
             msg = redact_uri_secrets(str(e))
             if _wants_json(ctx):
                 emit_json({"error": msg, "type": type(e).__name__})
@@ -47,19 +48,6 @@ def _active_session() -> Any:
     from pyspark.sql import SparkSession
 
     return SparkSession.getActiveSession()
-
-
-def quiet_jvm(spark: Any) -> None:
-    """Turn off all logging of ``spark``'s JVM (None: nothing): the command is about to report an error and exit,
-    and a job still running then (the Python daemon's start, the other tasks of a failed stage) would log its
-    cancellation, stack traces included, after the message."""
-    if spark is None:
-        return
-    try:
-        jvm = spark.sparkContext._jvm
-        jvm.org.apache.logging.log4j.core.config.Configurator.setRootLevel(jvm.org.apache.logging.log4j.Level.OFF)
-    except Exception:  # a JVM logging through something else than log4j 2: its logs stay as they are
-        return
 
 
 # the secret key of a URI's credentials: s3://ACCESS_KEY:SECRET_KEY@bucket/path

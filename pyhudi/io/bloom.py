@@ -131,6 +131,15 @@ def _mix_words(data, start, length, ks):  # pragma: no cover - compiled
 
 
 @_jit
+def _words_buffer(offs):  # pragma: no cover - compiled
+    """Room for the mixed words (:func:`_mix_words`) of the longest of the keys ``offs`` delimits."""
+    longest = 0
+    for i in range(len(offs) - 1):
+        longest = max(longest, offs[i + 1] - offs[i])
+    return np.empty((longest >> 2) + 1, np.int64)
+
+
+@_jit
 def _murmur_mixed(ks, n, tail, length, seed):  # pragma: no cover - compiled
     """Hadoop's MurmurHash 2 (Hudi's ``MurmurHash.hash``) with ``seed``, from the words :func:`_mix_words` mixed;
     seed and result are 32-bit patterns in int64."""
@@ -157,10 +166,7 @@ def _position(h, vector_size):  # pragma: no cover - compiled
 @_jit
 def _add_keys(data, offs, rows, bits, nb_hash, vector_size):  # pragma: no cover - compiled
     """Set the bits of key i in row rows[i] (row 0 for every key when rows is empty)."""
-    longest = 0
-    for i in range(len(offs) - 1):
-        longest = max(longest, offs[i + 1] - offs[i])
-    ks = np.empty((longest >> 2) + 1, np.int64)
+    ks = _words_buffer(offs)
     for i in range(len(offs) - 1):
         start = offs[i]
         length = offs[i + 1] - start
@@ -178,10 +184,7 @@ def _test_keys(data, offs, bits, nb_hash, vector_size, out):  # pragma: no cover
     """out[i] = whether some row has every bit of key i; hashes are computed lazily and reused across rows."""
     pos = np.empty(nb_hash, np.int64)
     n_rows = bits.shape[0]
-    longest = 0
-    for i in range(len(offs) - 1):
-        longest = max(longest, offs[i + 1] - offs[i])
-    ks = np.empty((longest >> 2) + 1, np.int64)
+    ks = _words_buffer(offs)
     for i in range(len(offs) - 1):
         start = offs[i]
         length = offs[i + 1] - start

@@ -156,13 +156,29 @@ def _register_source(spark: SparkSession) -> None:
 def quiet_task_failure_logs(spark: SparkSession) -> None:
     """Turn off Spark's own logging of failed tasks (:data:`TASK_FAILURE_LOGGERS`), for a caller that reports
     the error itself, as the ``pyhudi`` command does through :func:`pyhudi.spark.errors.task_errors`."""
-    jvm = spark.sparkContext._jvm
-    if jvm is None:
-        return
+    _logs_off(spark, TASK_FAILURE_LOGGERS)
+
+
+def quiet_jvm(spark: SparkSession | None) -> None:
+    """Turn off all logging of ``spark``'s JVM (None: nothing), for a process about to report an error and exit:
+    a job still running then (the Python daemon's start, the other tasks of a failed stage) would log its
+    cancellation, stack traces included, after the message."""
+    if spark is not None:
+        _logs_off(spark, None)
+
+
+def _logs_off(spark: SparkSession, loggers: tuple[str, ...] | None) -> None:
+    """Turn off the log4j ``loggers`` of ``spark``'s JVM (None: the root logger, so all of them)."""
     try:
+        jvm = spark.sparkContext._jvm
+        if jvm is None:
+            return
         off = jvm.org.apache.logging.log4j.Level.OFF
-        for name in TASK_FAILURE_LOGGERS:
-            jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(name, off)
+        configurator = jvm.org.apache.logging.log4j.core.config.Configurator
+        if loggers is None:
+            configurator.setRootLevel(off)
+        for name in loggers or ():
+            configurator.setLevel(name, off)
     except Exception:  # a JVM logging through something else than log4j 2: the logs stay as they are
         return
 

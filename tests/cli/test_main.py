@@ -13,14 +13,16 @@ from pyhudi.cli import main as cli
 
 
 def test_quiet_jvm_without_a_session_or_log4j() -> None:
-    cli.quiet_jvm(None)
+    from pyhudi.spark.session import quiet_jvm
+
+    quiet_jvm(None)
 
     class NoJvm:
         @property
         def sparkContext(self) -> object:
             raise RuntimeError("no JVM here")
 
-    cli.quiet_jvm(NoJvm())  # nothing raised: the logs stay as they are
+    quiet_jvm(NoJvm())  # type: ignore[arg-type]  # nothing raised: the logs stay as they are
 
 
 @pytest.mark.spark
@@ -30,7 +32,9 @@ def test_an_error_leaves_a_session_the_command_did_not_start_logging(  # type: i
     """Only the JVM of a session the command started is silenced before its error is reported (the caller's own
     session, here the tests', keeps its logging)."""
     quieted: list[object] = []
-    monkeypatch.setattr(cli, "quiet_jvm", quieted.append)
+    from pyhudi.spark import session
+
+    monkeypatch.setattr(session, "quiet_jvm", quieted.append)
     pq.write_table(pa.table({"id": [None], "ts": [1], "dt": ["x"]}, schema=pa.schema(
         [("id", pa.string()), ("ts", pa.int64()), ("dt", pa.string())])), tmp_path / "in.parquet")
     res = CliRunner().invoke(cli.main, ["write", str(tmp_path / "t"), "--input", str(tmp_path / "in.parquet"),
