@@ -10,7 +10,8 @@ What Hudi 1.1's Spark writers put into a base file (checked against the fixture 
   ``DYNAMIC_V0``, the default), ``hoodie_min_record_key``, ``hoodie_max_record_key``; the Avro write path adds
   ``parquet.avro.schema`` and ``writer.model.name=avro``, the Spark row writer (clustering) adds
   ``org.apache.spark.version`` instead.
-- parquet: GZIP (``hoodie.parquet.compression.codec`` default ``gzip``), row groups of
+- parquet: GZIP in Hudi 1.1 (``hoodie.parquet.compression.codec``; pyhudi writes ZSTD by default, Apache Hudi's
+  default for Spark 3.5 and newer writers, and reads any codec), row groups of
   ``hoodie.parquet.block.size`` (120 MiB), pages of ``hoodie.parquet.page.size`` (1 MiB), dictionary encoding on
   (``hoodie.parquet.dictionary.enabled``); timestamps INT64 micros, dates INT32, decimals FIXED_LEN_BYTE_ARRAY.
 """

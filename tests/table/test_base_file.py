@@ -81,12 +81,12 @@ def test_round_trip_meta_columns_and_footer(tmp_path: Path) -> None:
     bf = footer.bloom()
     assert bf is not None and bool(bf.might_contain_many(["TXN-000", "TXN-004"]).all())
     assert res.num_rows == 5 and res.min_record_key == "TXN-000" and res.size_bytes == os.path.getsize(path)  # type: ignore[attr-defined]
-    # Spark-compatible physical types, Hudi's default codec
+    # Spark-compatible physical types, pyhudi's default codec (Apache Hudi's for Spark 3.5+ writers)
     pf = pq.ParquetFile(path)
     schema = pf.schema
     assert schema.column(list(pf.schema_arrow.names).index("ts")).physical_type == "INT64"
     assert schema.column(list(pf.schema_arrow.names).index("amount")).physical_type == "FIXED_LEN_BYTE_ARRAY"
-    assert pf.metadata.row_group(0).column(0).compression == "GZIP"
+    assert pf.metadata.row_group(0).column(0).compression == "ZSTD"
     assert b"ARROW:schema" not in (pf.metadata.metadata or {})
     assert os.listdir(os.path.dirname(path)) == [os.path.basename(path)]  # no temp file left
 
@@ -135,7 +135,7 @@ def test_options(tmp_path: Path) -> None:
     assert b"hoodie_bloom_filter_type_code" not in pf.metadata.metadata
     with pytest.raises(ConfigError):
         ParquetOptions.from_options({"hoodie.parquet.compression.codec": "lzo2"})
-    assert ParquetOptions.from_options({}).compression == "gzip"
+    assert ParquetOptions.from_options({}).compression == "zstd"
 
 
 def test_avro_schema_and_extra_metadata(tmp_path: Path) -> None:
