@@ -19,6 +19,8 @@ def test_default_session_settings(spark) -> None:  # type: ignore[no-untyped-def
     # a write's few dozen query shapes keep their generated classes (and the JIT's work on them)
     assert spark.conf.get("spark.sql.codegen.cache.maxEntries") == "1000"
     assert spark.conf.get("spark.sql.inMemoryColumnarStorage.compressed") == "false"
+    # Arrow batches for Python cut by rows only: no per-row sizing of the Arrow vectors
+    assert spark.conf.get("spark.sql.execution.arrow.maxBytesPerBatch").rstrip("b") == str(2**31 - 1)
 
 
 def test_local_driver_runs_the_parallel_collector(spark) -> None:  # type: ignore[no-untyped-def]
