@@ -332,6 +332,16 @@ def by_file_group(rows, partitions: int, fn, schema: pa.Schema):
     )
 
 
+def by_own_file_group(rows, n: int, fn, schema: pa.Schema):
+    """Spark: the iterator function ``fn`` applied to the rows of each record-index file group (rows made by
+    :func:`_with_file_group` with ``n`` partitions), one task per file group, as Hudi runs them: the rows reach
+    Python in the order they arrive, not sorted by group first (the sort ``groupBy`` needs, a JVM sort of every
+    changed key, took about a third of a bulk load's record-index job)."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return rows.repartition(n, ROUTE_COL).mapInArrow(fn, from_arrow_schema(schema))
+
+
 STAT_SCHEMA = pa.schema([("rel", pa.string()), ("file_id", pa.string()), ("size", pa.int64()), ("n", pa.int64())])
 
 
@@ -342,7 +352,7 @@ STAT_SCHEMA = pa.schema([("rel", pa.string()), ("file_id", pa.string()), ("size"
 DRIVER_UPDATE_MAX_KEYS = 250_000
 
 
-def write_updates(spark, status_df, storage: Storage, mdt_path: str, instant: str, n: int, parallelism: int,
+def write_updates(spark, status_df, storage: Storage, mdt_path: str, instant: str, n: int,
                   changed: int | None = None, deleted: int | None = None,
                   locations: list[tuple[str, str]] | None = None) -> list[dict]:
     """Append one log file per touched record-index file group for the commit ``instant``: new mappings for
@@ -367,9 +377,8 @@ def write_updates(spark, status_df, storage: Storage, mdt_path: str, instant: st
         lists = status_df.select("partition", "file_id", "inserted_keys", "deleted_keys").toArrow()
         return _write_updates_here(lists, storage, mdt_path, instant, t_ms, n)
 
-    tasks = file_group_tasks(n, parallelism)
     if deleted == 0 and locations is not None:
-        return _write_inserts(status_df, storage, mdt_path, instant, t_ms, n, tasks, locations)
+        return _write_inserts(status_df, storage, mdt_path, instant, t_ms, n, locations)
     ins = status_df.select("partition", "file_id", F.explode("inserted_keys").alias("key"))
     dels = (
         status_df.select(F.explode("deleted_keys").alias("key"))
@@ -379,14 +388,13 @@ def write_updates(spark, status_df, storage: Storage, mdt_path: str, instant: st
     rows = ins.unionByName(dels)
     in_schema = pa.schema([("partition", pa.string()), ("file_id", pa.string()), ("key", pa.string()),
                            (_FG_COL, pa.int32()), (ROUTE_COL, pa.int32())])
-    with_fg = rows.mapInArrow(add_file_group_task("key", n, tasks), from_arrow_schema(in_schema))
+    with_fg = rows.mapInArrow(add_file_group_task("key", n, n), from_arrow_schema(in_schema))
 
     def block(t: pa.Table) -> tuple[pa.Array, pa.Array, list[str]]:
         return _changes_block(t, t_ms)
 
     write_group = _streamed_group_log(storage, mdt_path, instant, block, LOG_BLOCK_MAX_KEYS)
-    out = by_file_group(with_fg, tasks, write_group, STAT_SCHEMA)
-    return [r.asDict() for r in out.collect()]
+    return [r.asDict() for r in by_own_file_group(with_fg, n, write_group, STAT_SCHEMA).collect()]
 
 
 _LOC_COL = "__loc"
@@ -415,14 +423,14 @@ def inserted_keys_task(n: int, partitions: int, locations: list[tuple[str, str]]
     return run
 
 
-def _write_inserts(status_df, storage: Storage, mdt_path: str, instant: str, t_ms: int, n: int, tasks: int,
+def _write_inserts(status_df, storage: Storage, mdt_path: str, instant: str, t_ms: int, n: int,
                    locations: list[tuple[str, str]]) -> list[dict]:
     """:func:`write_updates` of a commit that deletes no key: one row per inserted key, its location a number."""
     from pyspark.sql.pandas.types import from_arrow_schema
 
     schema = pa.schema([("key", pa.string()), (_LOC_COL, pa.int32()), (_FG_COL, pa.int32()), (ROUTE_COL, pa.int32())])
     rows = status_df.select("partition", "file_id", "inserted_keys").mapInArrow(
-        inserted_keys_task(n, tasks, locations), from_arrow_schema(schema))
+        inserted_keys_task(n, n, locations), from_arrow_schema(schema))
     # the locations' values made once each, here; a block takes them in key order
     loc_values = encode_locations(pa.array([p for p, _ in locations], pa.string()),
                                   pa.array([f for _, f in locations], pa.string()),
@@ -434,7 +442,7 @@ def _write_inserts(status_df, storage: Storage, mdt_path: str, instant: str, t_m
         return keys.take(order), loc_values.take(t.column(_LOC_COL).combine_chunks().take(order)), []
 
     write_group = _streamed_group_log(storage, mdt_path, instant, block, LOG_BLOCK_MAX_KEYS)
-    return [r.asDict() for r in by_file_group(rows, tasks, write_group, STAT_SCHEMA).collect()]
+    return [r.asDict() for r in by_own_file_group(rows, n, write_group, STAT_SCHEMA).collect()]
 
 
 #: keys a Spark task turns into one HFile data block of a record-index log file at a time: a commit changing
@@ -481,7 +489,7 @@ def _write_log_file(storage: Storage, mdt_path: str, instant: str, fg: int, bloc
 def _streamed_group_log(storage: Storage, mdt_path: str, instant: str,
                         block: Callable[[pa.Table], tuple[pa.Array, pa.Array, list[str]]],
                         max_keys: int = LOG_BLOCK_MAX_KEYS):
-    """``applyInArrow`` function (the iterator form: a file group's rows arrive in batches) writing the group's
+    """Iterator function (:func:`by_own_file_group`: a file group's rows arrive in batches) writing the group's
     log file: every ``max_keys`` rows are made into a block by ``block`` (sorted keys, values,
     deleted keys) and encoded at once; the encoded blocks are written as one file at the end."""
 
@@ -508,6 +516,9 @@ def _streamed_group_log(storage: Storage, mdt_path: str, instant: str,
                 continue
             if fg is None:
                 fg = int(b.column(_FG_COL)[0].as_py())
+            lo_hi = pc.min_max(b.column(_FG_COL))
+            if lo_hi["min"].as_py() != fg or lo_hi["max"].as_py() != fg:
+                raise RuntimeError(f"record index: keys of file groups {lo_hi} reached the task writing {fg}")
             pending.append(b)
             held += b.num_rows
             n += b.num_rows
@@ -771,7 +782,7 @@ def record_index_lookup(
 
 
 def record_index_updates(
-    storage: Storage, base_path: str, status_df: Any, spark: Any, instant: str, parallelism: int,
+    storage: Storage, base_path: str, status_df: Any, spark: Any, instant: str,
     changed: int | None = None, deleted: int | None = None, locations: list[tuple[str, str]] | None = None,
 ) -> Callable[[], dict[str, list[dict[str, Any]]]]:
     """The record-index part of a commit's metadata deltacommit: new mappings and delete markers from the
@@ -795,6 +806,6 @@ def record_index_updates(
             return {}
         with task_errors():
             return {RECORD_INDEX: write_updates(spark, status_df, storage, metadata_base_path(base_path), instant, n,
-                                                parallelism, changed, deleted, locations)}
+                                                changed, deleted, locations)}
 
     return run

@@ -452,7 +452,7 @@ class WriteTransaction:
                 rli = None
                 if getattr(producer, "status_df", None) is not None:
                     rli = record_index_updates(self.storage, self.base_path, producer.status_df, job.spark,
-                                               self.instant, job.parallelism, changed=producer.index_changes,
+                                               self.instant, changed=producer.index_changes,
                                                deleted=producer.index_deletes,
                                                locations=sorted({(s.partition, s.file_id) for s in stats
                                                                  if s.num_inserts}))

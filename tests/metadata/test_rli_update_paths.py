@@ -80,3 +80,22 @@ def _blocks_per_log_file(base: str) -> list[int]:
 
     folder = Path(base) / ".hoodie" / "metadata" / "record_index"
     return [len(read_log_blocks(LOCAL, str(f))) for f in folder.iterdir() if ".log." in f.name]
+
+
+def test_a_log_writing_task_refuses_keys_of_another_file_group(tmp_path: Path) -> None:
+    """Each record-index log file is written by the task its file group is routed to; rows of another file group
+    reaching it (a routing bug) fail the task instead of landing in the wrong file group's log."""
+    import pyarrow as pa
+
+    from pyhudi.io.storage import Storage
+
+    storage, base = Storage.from_uri(str(tmp_path))
+    batch = pa.record_batch({"key": ["a", "b"], record_index._FG_COL: pa.array([1, 2], pa.int32())})
+
+    def block(t: pa.Table) -> tuple[pa.Array, pa.Array, list[str]]:  # pragma: no cover - never reached
+        raise AssertionError("no block is made")
+
+    run = record_index._streamed_group_log(storage, base, "20261126000000000", block)
+    with pytest.raises(RuntimeError, match="reached the task writing 1"):
+        list(run(iter([batch])))
+    assert not list(tmp_path.iterdir())
