@@ -137,13 +137,15 @@ def test_a_key_column_of_a_type_keys_cannot_have_is_refused_before_writing(spark
 
 
 def test_write_tasks_follow_the_records() -> None:
-    """One write task per core, more when a task would take more than a million records (its Spark side holds
-    memory in proportion to what it wrote until it ends), never more than the buckets."""
+    """One write task per core, more when a task would take more than 250k records (its Spark side holds
+    memory in proportion to what it wrote until it ends, and sorts them), never more than the buckets."""
     from pyhudi.write.producer import ROWS_PER_WRITE_TASK, write_tasks
 
-    assert write_tasks(730, 2, 2_000_000) == 2
-    assert write_tasks(730, 2, 20_000_000) == 20
-    assert write_tasks(730, 2, 20_000_000 + 1) == 21
+    assert ROWS_PER_WRITE_TASK == 250_000
+    assert write_tasks(730, 2, 400_000) == 2
+    assert write_tasks(730, 2, 2_000_000) == 8
+    assert write_tasks(730, 2, 20_000_000) == 80
+    assert write_tasks(730, 2, 20_000_000 + 1) == 81
     assert write_tasks(5, 2, 20_000_000) == 5
     assert write_tasks(1, 8, 0) == 1 and write_tasks(0, 2, 0) == 1
     assert write_tasks(730, 2, 3 * ROWS_PER_WRITE_TASK) == 3
