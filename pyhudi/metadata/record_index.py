@@ -398,11 +398,25 @@ def write_updates(spark, status_df, storage: Storage, mdt_path: str, instant: st
 
 
 _LOC_COL = "__loc"
+_KEYS_COL = "__keys"
+#: the rows :func:`inserted_keys_task` sends to the record-index writers: per WriteStatus row and file group, the
+#: keys packed into one Arrow IPC stream (a few thousand rows in the JVM for a 20M-row load, not 20M)
+PACKED_KEYS_SCHEMA = pa.schema([(_KEYS_COL, pa.binary()), (_LOC_COL, pa.int32()), (_FG_COL, pa.int32()),
+                                (ROUTE_COL, pa.int32())])
+
+
+def _pack_keys(keys: pa.Array) -> bytes:
+    batch = pa.record_batch([keys], names=["key"])
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, batch.schema) as w:
+        w.write_batch(batch)
+    return sink.getvalue().to_pybytes()
 
 
 def inserted_keys_task(n: int, partitions: int, locations: list[tuple[str, str]]):
-    """mapInArrow function: WriteStatus rows (partition, file id, inserted keys) -> one row per inserted key: the
-    key, the index of its location in ``locations``, its record-index file group and route."""
+    """mapInArrow function: WriteStatus rows (partition, file id, inserted keys) -> per row and record-index file
+    group, one row (:data:`PACKED_KEYS_SCHEMA`): the group's keys packed, the index of their location in
+    ``locations``, the file group and its route."""
     index = {loc: i for i, loc in enumerate(locations)}
 
     def run(batches):
@@ -416,21 +430,43 @@ def inserted_keys_task(n: int, partitions: int, locations: list[tuple[str, str]]
                     raise RuntimeError(f"record index: keys inserted into {fids[i]!r} of partition {parts[i]!r}, "
                                        "a file group the commit does not list")
                 keys = lists[int(i)].values.cast(pa.string())
-                out = pa.RecordBatch.from_arrays([keys, pa.array(np.full(len(keys), loc, np.int32))],
-                                                 names=["key", _LOC_COL])
-                yield _with_file_group(out, file_groups_of(keys, n), partitions)
+                fgs = file_groups_of(keys, n)
+                order = np.argsort(fgs, kind="stable")
+                fgs, keys = fgs[order], keys.take(pa.array(order))
+                starts = np.flatnonzero(np.r_[True, fgs[1:] != fgs[:-1]])
+                ends = np.r_[starts[1:], len(fgs)]
+                groups = fgs[starts]
+                yield pa.RecordBatch.from_arrays([
+                    pa.array([_pack_keys(keys.slice(lo, hi - lo)) for lo, hi in zip(starts, ends, strict=True)],
+                             pa.binary()),
+                    pa.array(np.full(len(groups), loc, np.int32)),
+                    pa.array(groups, pa.int32()),
+                    route_values(file_group_partitions(groups, partitions), partitions),
+                ], schema=PACKED_KEYS_SCHEMA)
 
     return run
 
 
+def _unpacked(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Rows (key, location index, file group) from :data:`PACKED_KEYS_SCHEMA` rows."""
+    for b in batches:
+        locs, fgs = b.column(_LOC_COL).to_numpy(), b.column(_FG_COL).to_numpy()
+        packed = b.column(_KEYS_COL)
+        for i in range(b.num_rows):
+            keys = pa.ipc.open_stream(packed[i].as_buffer()).read_all().column(0).combine_chunks()
+            yield pa.RecordBatch.from_arrays(
+                [keys, pa.array(np.full(len(keys), locs[i], np.int32)), pa.array(np.full(len(keys), fgs[i], np.int32))],
+                names=["key", _LOC_COL, _FG_COL])
+
+
 def _write_inserts(status_df, storage: Storage, mdt_path: str, instant: str, t_ms: int, n: int,
                    locations: list[tuple[str, str]]) -> list[dict]:
-    """:func:`write_updates` of a commit that deletes no key: one row per inserted key, its location a number."""
+    """:func:`write_updates` of a commit that deletes no key: the inserted keys go to their file group's task
+    packed (:func:`inserted_keys_task`), their location a number."""
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    schema = pa.schema([("key", pa.string()), (_LOC_COL, pa.int32()), (_FG_COL, pa.int32()), (ROUTE_COL, pa.int32())])
     rows = status_df.select("partition", "file_id", "inserted_keys").mapInArrow(
-        inserted_keys_task(n, n, locations), from_arrow_schema(schema))
+        inserted_keys_task(n, n, locations), from_arrow_schema(PACKED_KEYS_SCHEMA))
     # the locations' values made once each, here; a block takes them in key order
     loc_values = encode_locations(pa.array([p for p, _ in locations], pa.string()),
                                   pa.array([f for _, f in locations], pa.string()),
@@ -442,7 +478,11 @@ def _write_inserts(status_df, storage: Storage, mdt_path: str, instant: str, t_m
         return keys.take(order), loc_values.take(t.column(_LOC_COL).combine_chunks().take(order)), []
 
     write_group = _streamed_group_log(storage, mdt_path, instant, block, LOG_BLOCK_MAX_KEYS)
-    return [r.asDict() for r in by_own_file_group(rows, n, write_group, STAT_SCHEMA).collect()]
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        return write_group(_unpacked(batches))
+
+    return [r.asDict() for r in by_own_file_group(rows, n, run, STAT_SCHEMA).collect()]
 
 
 #: keys a Spark task turns into one HFile data block of a record-index log file at a time: a commit changing
