@@ -164,19 +164,52 @@ def _position(h, vector_size):  # pragma: no cover - compiled
 
 
 @_jit
+def _set_bit(bits, r, h, vector_size):  # pragma: no cover - compiled
+    p = _position(h, vector_size)
+    bits[r, p >> 3] |= np.uint8(1 << (p & 7))
+
+
+@_jit
 def _add_keys(data, offs, rows, bits, nb_hash, vector_size):  # pragma: no cover - compiled
-    """Set the bits of key i in row rows[i] (row 0 for every key when rows is empty)."""
+    """Set the bits of key i in row rows[i] (row 0 for every key when rows is empty). A key's hashes form one
+    chain (each seeded with the one before), a chain of dependent multiplications; four keys' chains are run
+    side by side, so that the processor overlaps them (2M keys: 0.96 CPU-s one key at a time)."""
+    m = len(offs) - 1
     ks = _words_buffer(offs)
-    for i in range(len(offs) - 1):
-        start = offs[i]
-        length = offs[i + 1] - start
-        r = rows[i] if len(rows) else 0
+    ka, kb, kc = _words_buffer(offs), _words_buffer(offs), _words_buffer(offs)
+    has_rows = len(rows) > 0
+    i = 0
+    while i + 4 <= m:
+        s0, s1, s2, s3 = offs[i], offs[i + 1], offs[i + 2], offs[i + 3]
+        l0, l1, l2, l3 = s1 - s0, s2 - s1, s3 - s2, offs[i + 4] - s3
+        n0, t0 = _mix_words(data, s0, l0, ks)
+        n1, t1 = _mix_words(data, s1, l1, ka)
+        n2, t2 = _mix_words(data, s2, l2, kb)
+        n3, t3 = _mix_words(data, s3, l3, kc)
+        r0 = rows[i] if has_rows else 0
+        r1 = rows[i + 1] if has_rows else 0
+        r2 = rows[i + 2] if has_rows else 0
+        r3 = rows[i + 3] if has_rows else 0
+        h0 = h1 = h2 = h3 = np.int64(0)
+        for _ in range(nb_hash):
+            h0 = _murmur_mixed(ks, n0, t0, l0, h0)
+            h1 = _murmur_mixed(ka, n1, t1, l1, h1)
+            h2 = _murmur_mixed(kb, n2, t2, l2, h2)
+            h3 = _murmur_mixed(kc, n3, t3, l3, h3)
+            _set_bit(bits, r0, h0, vector_size)
+            _set_bit(bits, r1, h1, vector_size)
+            _set_bit(bits, r2, h2, vector_size)
+            _set_bit(bits, r3, h3, vector_size)
+        i += 4
+    for j in range(i, m):
+        start = offs[j]
+        length = offs[j + 1] - start
+        r = rows[j] if has_rows else 0
         n, tail = _mix_words(data, start, length, ks)
         h = np.int64(0)
         for _ in range(nb_hash):
             h = _murmur_mixed(ks, n, tail, length, h)
-            p = _position(h, vector_size)
-            bits[r, p >> 3] |= np.uint8(1 << (p & 7))
+            _set_bit(bits, r, h, vector_size)
 
 
 @_jit

@@ -281,6 +281,18 @@ def test_mixed_words_hash_as_murmur(keys: list[bytes], seed: int) -> None:
         start += len(k)
 
 
+@given(st.lists(st.binary(min_size=1, max_size=40), min_size=1, max_size=13), st.integers(1, 12),
+       st.integers(1, 5000))
+@settings(max_examples=200, deadline=None)
+def test_keys_hashed_side_by_side_set_java_bits(keys: list[bytes], nb_hash: int, vector_size: int) -> None:
+    """add_many hashes four keys at a time (then the rest one by one): the bits of keys of any lengths, in any
+    count, are Java's."""
+    bf = SimpleBloomFilter(vector_size, nb_hash)
+    bf.add_many(keys)
+    want = set().union(*(_java_positions(k, nb_hash, vector_size) for k in keys))
+    assert _set_bits(bf.serialize(), 0, vector_size) == want
+
+
 def test_str_keys_are_utf8() -> None:
     a, b = SimpleBloomFilter(997, 5), SimpleBloomFilter(997, 5)
     a.add("ключ-é")
