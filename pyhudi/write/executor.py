@@ -106,8 +106,9 @@ def write_bucket(ctx: WriteContext, incoming: pa.Table) -> pa.Table:
         old = _align(base_file.read_base_file(ctx.storage, old_path), with_meta(ctx.data_schema))
         out, inserted, updated, deleted = _merge(ctx, old, new, keys, ops)
     else:
-        is_ins = pc.equal(ops, OP_UPSERT)
-        new, keys = new.filter(is_ins), keys.filter(is_ins)
+        is_ins = pc.fill_null(pc.equal(ops, OP_UPSERT), False)
+        if not pc.all(is_ins).as_py():  # a bulk insert's are all inserts: no copy
+            new, keys = new.filter(is_ins), keys.filter(is_ins)
         if ctx.sort_by_key:
             order = pc.sort_indices(keys)
             new, keys = new.take(order), keys.take(order)

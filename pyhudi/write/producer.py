@@ -870,6 +870,11 @@ class BulkInsertProducer(WriteProducer):
                 f"write and {written} to write it (a source that changes between reads); nothing was committed")
         return stats
 
+    def write_assigned(self, assigned: DataFrame, buckets: list[Bucket]) -> list[WriteStat]:
+        if self.keys_in_tasks:  # every record an insert into its bucket's partition: the task knows both
+            assigned = assigned.drop(OP_COL, PARTITION_PATH_COL)
+        return super().write_assigned(assigned, buckets)
+
     def insert_hash(self) -> Column:
         if not self.keys_in_tasks:
             return super().insert_hash()
@@ -931,16 +936,17 @@ def _bad_key_condition(kg: KeyGenerator, string_cols: set[str]) -> Column:
 
 
 def bulk_insert_task(ctx: WriteContext, keygen: KeyGenerator) -> Callable[[pa.Table], pa.Table]:
-    """Function of a bulk insert's write task (:func:`by_bucket`): one bucket's records, without record keys yet: their keys
-    and partition paths made by the key generator (the path must be the bucket's), then written by
-    :func:`write_bucket`."""
+    """Function of a bulk insert's write task (:func:`by_bucket`): one bucket's records, without record keys,
+    partition paths or operations: their keys and partition paths made by the key generator (the path must be
+    the bucket's), then written by :func:`write_bucket` as inserts."""
 
     def run(t: pa.Table) -> pa.Table:
         bucket = ctx.buckets[int(t.column(BUCKET_COL)[0].as_py())]
         if not pc.all(pc.equal(keygen.partition_paths(t), bucket.partition)).as_py():
             raise RuntimeError(f"bulk insert: records routed to bucket {bucket.id} are not all of its partition "
                                f"{bucket.partition!r}")
-        return write_bucket(ctx, t.append_column(RECORD_KEY_COL, keygen.record_keys(t)))
+        t = t.append_column(RECORD_KEY_COL, keygen.record_keys(t))
+        return write_bucket(ctx, t.append_column(OP_COL, pa.repeat(pa.scalar(OP_UPSERT), t.num_rows)))
 
     return run
 
