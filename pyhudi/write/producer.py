@@ -855,25 +855,29 @@ class BulkInsertProducer(WriteProducer):
 
         assert self._paths is not None and self._keygen is not None
         fields = list(self._keygen.partition_fields)
-        if not fields:
-            tagged = tagged.withColumn(PARTITION_PATH_COL, F.lit(""))
-        else:  # each record's partition path, from its raw values (null-safe equality)
-            names = [f"__pyhudi_pv{i}" for i in range(len(fields))]
-            paths = self.job.spark.createDataFrame(self._paths.rename_columns([*names, PARTITION_PATH_COL]))
-            cond = [_col(f).eqNullSafe(F.col(n)) for f, n in zip(fields, names, strict=True)]
-            tagged = tagged.join(F.broadcast(paths), cond, "inner").drop(*names)
-        stats = super().write(tagged, buckets)
+        # each record's bucket, in one broadcast join: its raw partition values (null-safe equality) and its key's
+        # hash in one of the ranges of the partition's insert buckets
+        names = [f"__pyhudi_pv{i}" for i in range(len(fields))]
+        ranges = pa.table({"__p": [r[0] for r in self.insert_ranges], "__lo": [r[1] for r in self.insert_ranges],
+                           "__hi": [r[2] for r in self.insert_ranges],
+                           "__b": pa.array([r[3] for r in self.insert_ranges], pa.int32())})
+        by_raw = self._paths.rename_columns([*names, "__p"]).join(ranges, "__p").drop_columns(["__p"])
+        h = F.pmod(self.insert_hash(), F.lit(_HASH_RANGE)) / F.lit(float(_HASH_RANGE))
+        cond = [_col(f).eqNullSafe(F.col(n)) for f, n in zip(fields, names, strict=True)]
+        assigned = (
+            tagged.withColumn("__h", h)
+            .join(F.broadcast(self.job.spark.createDataFrame(by_raw)),
+                  [*cond, F.col("__h") >= F.col("__lo"), F.col("__h") < F.col("__hi")], "inner")
+            .drop(*names, "__lo", "__hi", "__h", OP_COL, LOC_PARTITION_COL, LOC_FILE_ID_COL)
+            .withColumnRenamed("__b", BUCKET_COL)
+        )
+        stats = self.write_assigned(assigned, buckets)
         written = sum(s.num_inserts for s in stats)
         if written != self._planned_rows:  # the input was read twice: it must have been the same both times
             raise InvalidInputError(
                 f"bulk_insert into {self.job.base_path}: the input gave {self._planned_rows} records to plan the "
                 f"write and {written} to write it (a source that changes between reads); nothing was committed")
         return stats
-
-    def write_assigned(self, assigned: DataFrame, buckets: list[Bucket]) -> list[WriteStat]:
-        if self.keys_in_tasks:  # every record an insert into its bucket's partition: the task knows both
-            assigned = assigned.drop(OP_COL, PARTITION_PATH_COL)
-        return super().write_assigned(assigned, buckets)
 
     def insert_hash(self) -> Column:
         if not self.keys_in_tasks:
