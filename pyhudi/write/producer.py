@@ -1,8 +1,9 @@
 """One producer class per write operation, on a shared base: prepare -> tag -> plan -> write -> commit.
 
 The driver plans; Spark tasks do all file I/O on Arrow batches (key generation in ``mapInArrow``, each file
-group written from its bucket's records, gathered in the write task: :func:`by_bucket`). The commit becomes visible only when the completed instant is
-written, so a failure anywhere before leaves the table as it was (the next write rolls the attempt back).
+group written from its bucket's records, gathered in the write task: :func:`by_bucket`). The commit becomes
+visible only when the completed instant is written, so a failure anywhere before leaves the table as it was (the
+next write rolls the attempt back).
 """
 
 from __future__ import annotations
@@ -582,9 +583,10 @@ def _insert_bucket_sql(ranges: list[tuple[str, float, float, int]]) -> str:
 
 #: records a write task takes at most, when the write has buckets enough: a task's Spark side holds memory in
 #: proportion to what it has written until it ends (at 20M rows in 2 tasks, 1.5 GB of byte arrays by the end), and
-#: sorts its records by bucket in the driver JVM's execution memory, spilling what does not fit: a 20M-row
-#: bulk_insert's write stage spilled 4.7 GB with 1M records per task (57.8 s) and 1.5 GB with 250k (46.8 s; 125k:
-#: 48.1 s, more tasks of the record index after it); 2M rows 11.0-12.0 s against 12.3-12.9 s
+#: its Python side holds its records until its input ends (:func:`by_bucket`). Chosen when the tasks were still
+#: sorted by bucket in the JVM: a 20M-row bulk_insert's write stage spilled 4.7 GB with 1M records per task
+#: (57.8 s) and 1.5 GB with 250k (46.8 s; 125k: 48.1 s, more tasks of the record index after it); 2M rows
+#: 11.0-12.0 s against 12.3-12.9 s
 ROWS_PER_WRITE_TASK = 250_000
 
 
