@@ -176,7 +176,7 @@ def _add_keys(data, offs, rows, bits, nb_hash, vector_size):  # pragma: no cover
     side by side, so that the processor overlaps them (2M keys: 0.96 CPU-s one key at a time)."""
     m = len(offs) - 1
     ks = _words_buffer(offs)
-    ka, kb, kc = _words_buffer(offs), _words_buffer(offs), _words_buffer(offs)
+    ka, kb, kc = ks.copy(), ks.copy(), ks.copy()
     has_rows = len(rows) > 0
     i = 0
     while i + 4 <= m:

@@ -40,7 +40,7 @@ from pyhudi.metadata.records import (
     writer_schema_json,
 )
 from pyhudi.spark.frames import local_frame
-from pyhudi.spark.partitioning import ROUTE_COL, route_values
+from pyhudi.spark.partitioning import ROUTE_COL, positions_by_group, route_values
 from pyhudi.spark.task import task_ids
 from pyhudi.table.properties import METAFOLDER, TableConfig, read_table_config
 from pyhudi.table.timeline import ActiveTimeline, parse_instant_time
@@ -430,15 +430,10 @@ def inserted_keys_task(n: int, partitions: int, locations: list[tuple[str, str]]
                     raise RuntimeError(f"record index: keys inserted into {fids[i]!r} of partition {parts[i]!r}, "
                                        "a file group the commit does not list")
                 keys = lists[int(i)].values.cast(pa.string())
-                fgs = file_groups_of(keys, n)
-                order = np.argsort(fgs, kind="stable")
-                fgs, keys = fgs[order], keys.take(pa.array(order))
-                starts = np.flatnonzero(np.r_[True, fgs[1:] != fgs[:-1]])
-                ends = np.r_[starts[1:], len(fgs)]
-                groups = fgs[starts]
+                parts_of = list(positions_by_group(file_groups_of(keys, n)))
+                groups = np.array([g for g, _ in parts_of], np.int64)
                 yield pa.RecordBatch.from_arrays([
-                    pa.array([_pack_keys(keys.slice(lo, hi - lo)) for lo, hi in zip(starts, ends, strict=True)],
-                             pa.binary()),
+                    pa.array([_pack_keys(keys.take(pa.array(rows))) for _, rows in parts_of], pa.binary()),
                     pa.array(np.full(len(groups), loc, np.int32)),
                     pa.array(groups, pa.int32()),
                     route_values(file_group_partitions(groups, partitions), partitions),
@@ -592,16 +587,8 @@ def _write_updates_here(lists: pa.Table, storage: Storage, mdt_path: str, instan
     ]).combine_chunks()
     if rows.num_rows == 0:
         return []
-    fgs = file_groups_of(rows.column("key"), n)
-    order = np.argsort(fgs, kind="stable")
-    fgs_sorted = fgs[order]
-    starts = np.flatnonzero(np.r_[True, fgs_sorted[1:] != fgs_sorted[:-1]])
-    ends = np.r_[starts[1:], len(fgs_sorted)]
-    out = []
-    for lo, hi in zip(starts, ends, strict=True):
-        group = rows.take(pa.array(order[lo:hi]))
-        out.append(_write_group_log(storage, mdt_path, instant, t_ms, int(fgs_sorted[lo]), group))
-    return out
+    return [_write_group_log(storage, mdt_path, instant, t_ms, fg, rows.take(pa.array(positions)))
+            for fg, positions in positions_by_group(file_groups_of(rows.column("key"), n))]
 
 
 def tag_in_place(records, lookup: RecordIndexLookup, key_col: str, loc_partition_col: str, loc_file_id_col: str):

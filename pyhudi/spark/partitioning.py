@@ -10,6 +10,7 @@ collisions piling several groups into one partition.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from functools import lru_cache
 
 import numpy as np
@@ -59,3 +60,15 @@ def partition_keys(n: int) -> np.ndarray:
 def route_values(partition_ids: np.ndarray, n: int) -> pa.Array:
     """Values of :data:`ROUTE_COL` that ``repartition(n, ROUTE_COL)`` sends to ``partition_ids`` exactly."""
     return pa.array(partition_keys(n)[partition_ids], pa.int32())
+
+
+def positions_by_group(ids: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
+    """(id, the positions holding it) for each distinct value of the integer array ``ids`` (the bucket or file
+    group of each row a task received), ids ascending, positions in their order: one stable sort."""
+    if not len(ids):
+        return
+    order = np.argsort(ids, kind="stable")
+    ordered = ids[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    for lo, hi in zip(starts, np.r_[starts[1:], len(ordered)], strict=True):
+        yield int(ordered[lo]), order[lo:hi]

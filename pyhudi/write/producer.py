@@ -16,7 +16,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -29,7 +28,7 @@ from pyhudi.io.storage import Storage
 from pyhudi.spark import cached
 from pyhudi.spark.errors import task_errors
 from pyhudi.spark.frames import local_frame
-from pyhudi.spark.partitioning import ROUTE_COL
+from pyhudi.spark.partitioning import ROUTE_COL, positions_by_group
 from pyhudi.table.commit_metadata import commit_metadata, write_stat
 from pyhudi.table.evolution import conform_array
 from pyhudi.table.filenames import make_file_id, new_file_id_prefix
@@ -611,11 +610,8 @@ def by_bucket(write: Callable[[pa.Table], pa.Table]) -> Callable[[Iterator[pa.Re
             if (ids == ids[0]).all():
                 held[int(ids[0])].append(b)
                 continue
-            order = np.argsort(ids, kind="stable")
-            ids, b = ids[order], b.take(pa.array(order))
-            starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
-            for lo, hi in zip(starts, np.r_[starts[1:], len(ids)], strict=True):
-                held[int(ids[lo])].append(b.slice(lo, hi - lo))
+            for bucket, rows in positions_by_group(ids):
+                held[bucket].append(b.take(pa.array(rows)))
         for bucket in sorted(held):
             yield from write(pa.Table.from_batches(held.pop(bucket))).to_batches()
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pyhudi.spark.partitioning import partition_keys, spark_hash_int
+from pyhudi.spark.partitioning import partition_keys, positions_by_group, spark_hash_int
 
 
 @pytest.mark.spark
@@ -35,3 +35,12 @@ def test_keys_are_distinct_and_small() -> None:
     assert len(set(keys.tolist())) == 1000 and keys.min() >= 0
     with pytest.raises(ValueError, match="positive"):
         partition_keys(0)
+
+
+def test_positions_by_group() -> None:
+    """Each id once, ascending, with its positions in their order; nothing for no rows."""
+    import numpy as np
+
+    got = [(g, list(p)) for g, p in positions_by_group(np.array([3, 1, 3, 0, 1, 3]))]
+    assert got == [(0, [3]), (1, [1, 4]), (3, [0, 2, 5])]
+    assert list(positions_by_group(np.array([], np.int64))) == []
