@@ -57,3 +57,25 @@ def binary_array(data: np.ndarray, offsets: np.ndarray, valid: np.ndarray | None
         [validity, pa.py_buffer(offsets.astype(np.int32, copy=False)), pa.py_buffer(data)],
         null_count=null_count,
     )
+
+
+def pack_strings(values: pa.Array | pa.ChunkedArray) -> bytes:
+    """A string array as one binary value (an Arrow IPC stream of one column): how a Spark row carries many
+    strings that only Python reads, without the JVM converting each one (:func:`unpack_strings` reverses it)."""
+    arr = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+    if not pa.types.is_string(arr.type):
+        arr = arr.cast(pa.string())
+    batch = pa.record_batch([arr], names=["v"])
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, batch.schema) as w:
+        w.write_batch(batch)
+    return sink.getvalue().to_pybytes()
+
+
+def unpack_strings(packed: bytes | pa.Buffer | pa.Scalar | None) -> pa.Array:
+    """The string array :func:`pack_strings` packed (empty for a null value)."""
+    if isinstance(packed, pa.Scalar):
+        packed = packed.as_buffer() if packed.is_valid else None
+    if packed is None:
+        return pa.array([], pa.string())
+    return pa.ipc.open_stream(packed).read_next_batch().column(0)  # one batch: what pack_strings writes

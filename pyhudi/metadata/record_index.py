@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 from pyhudi import config as C
 from pyhudi.errors import ConfigError
 from pyhudi.hfile import HFileReader, hfile_bytes
-from pyhudi.io.arrow import to_binary_array
+from pyhudi.io.arrow import pack_strings, to_binary_array, unpack_strings
 from pyhudi.io.compression import CODEC_GZ
 from pyhudi.io.logfile import BlockType, DeleteRecord, HeaderKey, delete_block, encode_block
 from pyhudi.io.storage import Storage
@@ -368,7 +368,7 @@ def write_updates(spark, status_df, storage: Storage, mdt_path: str, instant: st
 
     if changed is None:
         counts = status_df.select(
-            F.coalesce(F.sum(F.size("inserted_keys")), F.lit(0)).alias("i"),
+            F.coalesce(F.sum("num_inserts"), F.lit(0)).alias("i"),
             F.coalesce(F.sum(F.size("deleted_keys")), F.lit(0)).alias("d"),
         ).first()
         changed = int(counts["i"]) + int(counts["d"]) if counts is not None else None
@@ -379,7 +379,9 @@ def write_updates(spark, status_df, storage: Storage, mdt_path: str, instant: st
 
     if deleted == 0 and locations is not None:
         return _write_inserts(status_df, storage, mdt_path, instant, t_ms, n, locations)
-    ins = status_df.select("partition", "file_id", F.explode("inserted_keys").alias("key"))
+    ins_schema = pa.schema([("partition", pa.string()), ("file_id", pa.string()), ("key", pa.string())])
+    ins = status_df.select("partition", "file_id", "inserted_keys").mapInArrow(
+        _inserted_key_rows, from_arrow_schema(ins_schema))
     dels = (
         status_df.select(F.explode("deleted_keys").alias("key"))
         .join(ins.select("key"), "key", "left_anti")
@@ -405,12 +407,15 @@ PACKED_KEYS_SCHEMA = pa.schema([(_KEYS_COL, pa.binary()), (_LOC_COL, pa.int32())
                                 (ROUTE_COL, pa.int32())])
 
 
-def _pack_keys(keys: pa.Array) -> bytes:
-    batch = pa.record_batch([keys], names=["key"])
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, batch.schema) as w:
-        w.write_batch(batch)
-    return sink.getvalue().to_pybytes()
+def _inserted_key_rows(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """mapInArrow function: WriteStatus rows (partition, file id, packed inserted keys) -> one row per key."""
+    for b in batches:
+        parts, fids, packed = b.column("partition"), b.column("file_id"), b.column("inserted_keys")
+        for i in range(b.num_rows):
+            keys = unpack_strings(packed[i])
+            if len(keys):
+                yield pa.RecordBatch.from_arrays([pa.repeat(parts[i], len(keys)), pa.repeat(fids[i], len(keys)), keys],
+                                                 names=["partition", "file_id", "key"])
 
 
 def inserted_keys_task(n: int, partitions: int, locations: list[tuple[str, str]]):
@@ -421,19 +426,20 @@ def inserted_keys_task(n: int, partitions: int, locations: list[tuple[str, str]]
 
     def run(batches):
         for b in batches:
-            lists = b.column("inserted_keys")
-            counts = pc.list_value_length(lists).fill_null(0).to_numpy(zero_copy_only=False)
+            packed = b.column("inserted_keys")
             parts, fids = b.column("partition").to_pylist(), b.column("file_id").to_pylist()
-            for i in np.flatnonzero(counts):
+            for i in range(b.num_rows):
+                keys = unpack_strings(packed[i])
+                if not len(keys):
+                    continue
                 loc = index.get((parts[i], fids[i]))
                 if loc is None:
                     raise RuntimeError(f"record index: keys inserted into {fids[i]!r} of partition {parts[i]!r}, "
                                        "a file group the commit does not list")
-                keys = lists[int(i)].values.cast(pa.string())
                 parts_of = list(positions_by_group(file_groups_of(keys, n)))
                 groups = np.array([g for g, _ in parts_of], np.int64)
                 yield pa.RecordBatch.from_arrays([
-                    pa.array([_pack_keys(keys.take(pa.array(rows))) for _, rows in parts_of], pa.binary()),
+                    pa.array([pack_strings(keys.take(pa.array(rows))) for _, rows in parts_of], pa.binary()),
                     pa.array(np.full(len(groups), loc, np.int32)),
                     pa.array(groups, pa.int32()),
                     route_values(file_group_partitions(groups, partitions), partitions),
@@ -448,7 +454,7 @@ def _unpacked(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         locs, fgs = b.column(_LOC_COL).to_numpy(), b.column(_FG_COL).to_numpy()
         packed = b.column(_KEYS_COL)
         for i in range(b.num_rows):
-            keys = pa.ipc.open_stream(packed[i].as_buffer()).read_all().column(0).combine_chunks()
+            keys = unpack_strings(packed[i])
             yield pa.RecordBatch.from_arrays(
                 [keys, pa.array(np.full(len(keys), locs[i], np.int32)), pa.array(np.full(len(keys), fgs[i], np.int32))],
                 names=["key", _LOC_COL, _FG_COL])
@@ -570,8 +576,10 @@ def _streamed_group_log(storage: Storage, mdt_path: str, instant: str,
 
 def _write_updates_here(lists: pa.Table, storage: Storage, mdt_path: str, instant: str, t_ms: int, n: int) -> list[dict]:
     """:func:`write_updates` on the driver, from the WriteStatus rows' key lists (``lists``)."""
-    ins_keys = pc.list_flatten(lists.column("inserted_keys").combine_chunks())
-    reps = pc.list_value_length(lists.column("inserted_keys")).fill_null(0).to_numpy(zero_copy_only=False)
+    packed = lists.column("inserted_keys").combine_chunks()
+    unpacked = [unpack_strings(packed[i]) for i in range(len(packed))]
+    ins_keys = pa.concat_arrays(unpacked) if unpacked else pa.array([], pa.string())
+    reps = np.array([len(k) for k in unpacked], np.int64)
     idx = pa.array(np.repeat(np.arange(lists.num_rows), reps))
     ins = pa.table({
         "partition": lists.column("partition").take(idx),

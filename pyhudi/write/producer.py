@@ -488,10 +488,9 @@ class WriteProducer:
         self.status_df = out.persist(_storage_level())
         self._persisted.append(self.status_df)
         # the record index's changes (inserted plus deleted keys) counted in the same job as the stats
-        rows = cached.collect(self.status_df, [*map(F.col, STAT_COLUMNS), F.size("inserted_keys").alias("__i"),
-                                               F.size("deleted_keys").alias("__d")])
+        rows = cached.collect(self.status_df, [*map(F.col, STAT_COLUMNS), F.size("deleted_keys").alias("__d")])
         self.index_deletes = sum(max(0, r["__d"] or 0) for r in rows)
-        self.index_changes = sum(max(0, r["__i"] or 0) for r in rows) + self.index_deletes
+        self.index_changes = sum(r["num_inserts"] for r in rows) + self.index_deletes
         return [WriteStat.from_row(r) for r in rows]
 
     # -- timeline content ---------------------------------------------------------------------------
@@ -977,7 +976,7 @@ def replaced_keys_task(storage: Storage, base_path: str):
                         "partition": part, "file_id": fid, "path": rel, "prev_commit": inst,
                         "prev_base_file": posixpath.basename(rel), "num_writes": 0, "num_inserts": 0,
                         "num_updates": 0, "num_deletes": 0, "file_size": 0, "min_key": None, "max_key": None,
-                        "runtime_ms": 0, "inserted_keys": [], "updated_keys": [], "deleted_keys": keys.to_pylist(),
+                        "runtime_ms": 0, "inserted_keys": None, "updated_keys": [], "deleted_keys": keys.to_pylist(),
                     }],
                     schema=WRITE_STATUS_SCHEMA,
                 ).to_batches()[0]
@@ -1005,7 +1004,7 @@ def replaced_slice_keys_task(spec: Any):
                         "partition": part, "file_id": fid, "path": rel or log_paths[0], "prev_commit": inst,
                         "prev_base_file": posixpath.basename(rel) if rel else None, "num_writes": 0,
                         "num_inserts": 0, "num_updates": 0, "num_deletes": 0, "file_size": 0, "min_key": None,
-                        "max_key": None, "runtime_ms": 0, "inserted_keys": [], "updated_keys": [],
+                        "max_key": None, "runtime_ms": 0, "inserted_keys": None, "updated_keys": [],
                         "deleted_keys": keys.to_pylist(),
                     }],
                     schema=WRITE_STATUS_SCHEMA,

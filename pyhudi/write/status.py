@@ -1,7 +1,10 @@
 """WriteStatus: what one task wrote to one file group, including the record keys it inserted, updated, deleted.
 
-Statuses travel from Spark tasks to the driver as Arrow rows; the key lists stay on the executors' side of
-the pipeline (the record index consumes them there); the driver collects only the counts.
+Statuses travel from Spark tasks to the driver as Arrow rows; the keys stay on the executors' side of the
+pipeline (the record index consumes them there); the driver collects only the counts. The inserted keys, which
+are all of a bulk load's records, are packed into one binary value per status (:func:`pyhudi.io.arrow.pack_strings`):
+the JVM caches and moves a few thousand values for a 20M-row load instead of converting 20M strings each way
+(about 6 s of its commit); their number is ``num_inserts``.
 """
 
 from __future__ import annotations
@@ -12,10 +15,14 @@ from typing import Any
 
 import pyarrow as pa
 
+from pyhudi.io.arrow import pack_strings
 from pyhudi.table.commit_metadata import NULL_COMMIT, write_stat
 from pyhudi.table.filenames import LogFileName
 
-KEY_LISTS = ("inserted_keys", "updated_keys", "deleted_keys")
+#: the inserted keys, packed (:func:`pyhudi.io.arrow.pack_strings`; null when none)
+INSERTED_KEYS = "inserted_keys"
+#: key columns that are lists of strings
+KEY_LISTS = ("updated_keys", "deleted_keys")
 
 WRITE_STATUS_SCHEMA = pa.schema(
     [
@@ -32,14 +39,14 @@ WRITE_STATUS_SCHEMA = pa.schema(
         ("min_key", pa.string()),
         ("max_key", pa.string()),
         ("runtime_ms", pa.int64()),
-        ("inserted_keys", pa.list_(pa.string())),
+        (INSERTED_KEYS, pa.binary()),
         ("updated_keys", pa.list_(pa.string())),
         ("deleted_keys", pa.list_(pa.string())),
         # the file's column_stats cells (pyhudi.metadata.column_stats), when the table keeps them
         ("column_stats", pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))),
     ]
 )
-STAT_COLUMNS = [f.name for f in WRITE_STATUS_SCHEMA if f.name not in KEY_LISTS]
+STAT_COLUMNS = [f.name for f in WRITE_STATUS_SCHEMA if f.name not in (INSERTED_KEYS, *KEY_LISTS)]
 
 
 @dataclass(frozen=True)
@@ -95,9 +102,15 @@ class WriteStat:
 
 
 def status_row(**values: Any) -> pa.Table:
-    """One WriteStatus as a one-row Arrow table (``column_stats`` may be left out; a key list may be given as an
+    """One WriteStatus as a one-row Arrow table (``column_stats`` may be left out; the keys may be given as an
     Arrow string array, which is used as it is, never converted to Python objects)."""
     values.setdefault("column_stats", None)
+    ins = values.get(INSERTED_KEYS)
+    if len(ins or ()) != values["num_inserts"]:  # the record index counts inserted keys by num_inserts
+        raise ValueError(f"WriteStatus of {values.get('path')!r}: {len(ins or ())} inserted keys, "
+                         f"num_inserts {values['num_inserts']}")
+    values[INSERTED_KEYS] = None if ins is None or len(ins) == 0 else pack_strings(
+        ins if isinstance(ins, (pa.Array, pa.ChunkedArray)) else pa.array(list(ins), pa.string()))
     arrays = {k: values.pop(k) for k in KEY_LISTS if isinstance(values.get(k), (pa.Array, pa.ChunkedArray))}
     row = pa.Table.from_pylist([{**values, **{k: [] for k in arrays}}], schema=WRITE_STATUS_SCHEMA)
     for k, keys in arrays.items():

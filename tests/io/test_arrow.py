@@ -1,0 +1,29 @@
+"""Packing string arrays into one binary value (pyhudi.io.arrow.pack_strings), as WriteStatus rows carry keys."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from pyhudi.io.arrow import pack_strings, unpack_strings
+
+
+@pytest.mark.parametrize("values", [[], ["a"], ["k1", "", "ключ-é", "x" * 10_000]])
+def test_pack_round_trip(values: list[str]) -> None:
+    packed = pack_strings(pa.array(values, pa.string()))
+    assert isinstance(packed, bytes)
+    assert unpack_strings(packed).to_pylist() == values
+    assert unpack_strings(pa.scalar(packed, pa.binary())).to_pylist() == values
+
+
+def test_pack_slices_chunks_and_binary() -> None:
+    arr = pa.array([f"key-{i}" for i in range(100)])
+    assert unpack_strings(pack_strings(arr.slice(10, 5))).to_pylist() == [f"key-{i}" for i in range(10, 15)]
+    chunked = pa.chunked_array([arr.slice(0, 3), arr.slice(3, 2)])
+    assert unpack_strings(pack_strings(chunked)).to_pylist() == [f"key-{i}" for i in range(5)]
+    assert unpack_strings(pack_strings(pa.array([b"ab"], pa.binary()))).to_pylist() == ["ab"]
+
+
+def test_unpack_null_is_empty() -> None:
+    assert unpack_strings(None).to_pylist() == []
+    assert unpack_strings(pa.scalar(None, pa.binary())).to_pylist() == []
