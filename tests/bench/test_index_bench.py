@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 
 import numpy as np
 import pyarrow as pa
@@ -15,6 +16,7 @@ from pyhudi.bench import index_bench as ib
 from pyhudi.bench import index_report
 from pyhudi.bench.measure import (
     KINDS,
+    PSS_MIN_INTERVAL_S,
     PeakRSS,
     counting_storage,
     kind_of,
@@ -65,7 +67,10 @@ def test_process_counters():
         x = bytearray(50 * 2**20)
         x[::4096] = b"y" * len(x[::4096])
         mem.sample()
+        time.sleep(PSS_MIN_INTERVAL_S)  # PSS is read near the RSS peak, at most every PSS_MIN_INTERVAL_S
+        mem.sample()
     assert mem.peak >= 50 * 2**20
+    assert mem.peak_pss >= 50 * 2**20  # the 50 MB are private pages
     assert "driver" in mem.peak_parts
     r = tree_rchar()
     assert r is None or r > 0
