@@ -475,8 +475,8 @@ class WriteProducer:
 
     def write_assigned(self, assigned: DataFrame, buckets: list[Bucket]) -> list[WriteStat]:
         """Write the records, each with its bucket (:data:`BUCKET_COL`): a task per :func:`write_tasks` share of
-        the buckets, each bucket written whole by :func:`by_bucket`; the WriteStatus rows are cached (the record
-        index reads their key lists) and their counts collected."""
+        the buckets, each bucket written whole by :func:`by_bucket`; the WriteStatus rows are persisted
+        (:func:`_status_storage_level`: the record index reads their keys) and their counts collected."""
         from pyspark.sql import functions as F
         from pyspark.sql.pandas.types import from_arrow_schema
 
@@ -485,7 +485,7 @@ class WriteProducer:
         out = assigned.repartition(n, BUCKET_COL).mapInArrow(
             by_bucket(self.bucket_task(self.write_context(buckets))), from_arrow_schema(WRITE_STATUS_SCHEMA)
         )
-        self.status_df = out.persist(_storage_level())
+        self.status_df = out.persist(_status_storage_level())
         self._persisted.append(self.status_df)
         # the record index's changes (inserted plus deleted keys) counted in the same job as the stats
         rows = cached.collect(self.status_df, [*map(F.col, STAT_COLUMNS), F.size("deleted_keys").alias("__d")])
@@ -621,6 +621,17 @@ def _storage_level() -> Any:
     from pyspark import StorageLevel
 
     return StorageLevel.MEMORY_AND_DISK
+
+
+def _status_storage_level() -> Any:
+    """Where WriteStatus rows are kept until the commit: on the executors' local disks. Each row carries the keys
+    of its file (a few MB at bulk-load sizes); kept in the heap, they filled it with large arrays: a 20M-row bulk
+    load failed with Java's default collector (G1, whose 1 MB regions make each such array a "humongous"
+    object) in Spark's default 1 GB heap, and took the driver JVM to 2.2 GB with the parallel collector, against
+    1.9 GB on disk, in the same time (85.5 s against 86.1 s)."""
+    from pyspark import StorageLevel
+
+    return StorageLevel.DISK_ONLY
 
 
 def _arrow_field(df: DataFrame, col: str) -> pa.Field:
@@ -1110,7 +1121,7 @@ class InsertOverwriteProducer(WriteProducer):
                 task, from_arrow_schema(WRITE_STATUS_SCHEMA)
             )
             # read lazily (only a record index consumes the key lists), once
-            gone = gone.persist(_storage_level())
+            gone = gone.persist(_status_storage_level())
             self._persisted.append(gone)
             written = getattr(self, "status_df", None)
             self.status_df = gone if written is None else written.unionByName(gone)

@@ -3,7 +3,7 @@
 Statuses travel from Spark tasks to the driver as Arrow rows; the keys stay on the executors' side of the
 pipeline (the record index consumes them there); the driver collects only the counts. The inserted keys, which
 are all of a bulk load's records, are packed into one binary value per status (:func:`pyhudi.io.arrow.pack_strings`):
-the JVM caches and moves a few thousand values for a 20M-row load instead of converting 20M strings each way;
+the JVM keeps and moves a few thousand values for a 20M-row load instead of converting 20M strings each way;
 their number is ``num_inserts``.
 """
 
