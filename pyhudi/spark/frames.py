@@ -26,3 +26,17 @@ def local_frame(spark: SparkSession, rows: Sequence[Sequence[Any]], schema: str 
     columns = list(zip(*rows, strict=True)) if rows else [() for _ in arrow]
     table = pa.table([pa.array(list(c), f.type) for c, f in zip(columns, arrow, strict=True)], schema=arrow)
     return spark.createDataFrame(table, schema=struct)
+
+
+def held_rows(df: DataFrame) -> int:
+    """Rows that ``df``'s plan holds itself: the size of its local relations (what ``spark.createDataFrame`` makes of
+    pandas, Arrow or Python rows), unless they are cached already; 0 when it has none or they cannot be told."""
+    try:
+        spark = df.sparkSession
+        if spark._jsparkSession.sharedState().cacheManager().lookupCachedData(df._jdf).isDefined():
+            return 0
+        leaves = df._jdf.queryExecution().analyzed().collectLeaves()
+        return sum(int(leaves.apply(i).data().size()) for i in range(leaves.size())
+                   if leaves.apply(i).getClass().getSimpleName() == "LocalRelation")
+    except Exception:  # a session without the JVM classic API (Spark Connect): nothing to tell
+        return 0

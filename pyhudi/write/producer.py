@@ -27,7 +27,7 @@ from pyhudi.index.base import LOC_FILE_ID_COL, LOC_PARTITION_COL, KeyRouting
 from pyhudi.io.storage import Storage
 from pyhudi.spark import cached
 from pyhudi.spark.errors import task_errors
-from pyhudi.spark.frames import local_frame
+from pyhudi.spark.frames import held_rows, local_frame
 from pyhudi.spark.partitioning import ROUTE_COL, positions_by_group
 from pyhudi.table.commit_metadata import commit_metadata, write_stat
 from pyhudi.table.evolution import conform_array
@@ -166,6 +166,9 @@ class WriteProducer:
         job = self.job
         with task_errors():
             with job.timed("prepare"):
+                if held_rows(df) >= LOCAL_INPUT_CACHE_MIN_ROWS:
+                    df = df.select("*").persist(_storage_level())
+                    self._persisted.append(df)
                 prepared = self.prepare(df)
                 looks_up = self.uses_index and bool(job.view.latest_base_files())
                 # an index may read the prepared records more than once: computed once (the record index reads
@@ -615,6 +618,14 @@ def by_bucket(write: Callable[[pa.Table], pa.Table]) -> Callable[[Iterator[pa.Re
             yield from write(pa.Table.from_batches(held.pop(bucket))).to_batches()
 
     return run
+
+
+#: an input whose plan holds at least this many rows itself (a DataFrame ``spark.createDataFrame`` made of pandas,
+#: Arrow or Python rows: a local relation) is cached for the write: for every query of the write, Spark's optimizer
+#: evaluates the projections over such rows on the driver (``ConvertToLocalRelation``) and plans them anew; the
+#: demo's 200k-row bulk_insert took 8.2 s (5.8 s in a warm session) with the rows in the plan, 4.6 s (3.2 s)
+#: cached, a 50k-row one 3.6 s (1.9 s) against 3.0 s (1.2 s); the demo's 20k-row upsert was 0.2 s slower cached
+LOCAL_INPUT_CACHE_MIN_ROWS = 50_000
 
 
 def _storage_level() -> Any:
