@@ -793,6 +793,7 @@ class BulkInsertProducer(WriteProducer):
         self._input: DataFrame | None = None  # the input records to insert (keys in tasks)
         self._keygen: KeyGenerator | None = None
         self._paths: pa.Table | None = None  # distinct raw partition values -> partition path (keys in tasks)
+        self._planned_by_partition: dict[str, int] = {}  # records per partition path the plan counted
         self._strings: set[str] = set()  # the input's string columns (keys in tasks)
 
     def caches_tagged(self) -> bool:
@@ -865,6 +866,7 @@ class BulkInsertProducer(WriteProducer):
         counts: dict[str, int] = defaultdict(int)
         for p, n in zip(paths.to_pylist(), groups.column("__pyhudi_n").to_pylist(), strict=True):
             counts[p] += n
+        self._planned_by_partition = dict(counts)
         return [(p, None, n) for p, n in counts.items()]
 
     def write(self, tagged: DataFrame, buckets: list[Bucket]) -> list[WriteStat]:
@@ -891,11 +893,18 @@ class BulkInsertProducer(WriteProducer):
             .withColumnRenamed("__b", BUCKET_COL)
         )
         stats = self.write_assigned(assigned, buckets)
-        written = sum(s.num_inserts for s in stats)
-        if written != self._planned_rows:  # the input was read twice: it must have been the same both times
+        # the input was read twice: it must have given each partition the same records both times (a record of a
+        # partition the plan did not see has no bucket to join and would be lost), counted per partition
+        written: dict[str, int] = defaultdict(int)
+        for st in stats:
+            written[st.partition] += st.num_inserts
+        planned = {p: n for p, n in self._planned_by_partition.items() if n}
+        if {p: n for p, n in written.items() if n} != planned:
+            p = next(p for p in sorted({*planned, *written}) if planned.get(p, 0) != written.get(p, 0))
             raise InvalidInputError(
                 f"bulk_insert into {self.job.base_path}: the input gave {self._planned_rows} records to plan the "
-                f"write and {written} to write it (a source that changes between reads); nothing was committed")
+                f"write ({planned.get(p, 0)} in partition {p!r}) and {sum(written.values())} to write it "
+                f"({written.get(p, 0)} in {p!r}): a source that changes between reads; nothing was committed")
         return stats
 
     def insert_hash(self) -> Column:
