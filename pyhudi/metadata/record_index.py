@@ -379,9 +379,8 @@ def write_updates(spark, status_df, storage: Storage, mdt_path: str, instant: st
 
     if deleted == 0 and locations is not None:
         return _write_inserts(status_df, storage, mdt_path, instant, t_ms, n, locations)
-    ins_schema = pa.schema([("partition", pa.string()), ("file_id", pa.string()), ("key", pa.string())])
     ins = status_df.select("partition", "file_id", "inserted_keys").mapInArrow(
-        _inserted_key_rows, from_arrow_schema(ins_schema))
+        _inserted_key_rows, from_arrow_schema(_INSERTED_ROWS_SCHEMA))
     dels = (
         status_df.select(F.explode("deleted_keys").alias("key"))
         .join(ins.select("key"), "key", "left_anti")
@@ -407,8 +406,13 @@ PACKED_KEYS_SCHEMA = pa.schema([(_KEYS_COL, pa.binary()), (_LOC_COL, pa.int32())
                                 (ROUTE_COL, pa.int32())])
 
 
+#: one row per inserted key: its new location
+_INSERTED_ROWS_SCHEMA = pa.schema([("partition", pa.string()), ("file_id", pa.string()), ("key", pa.string())])
+
+
 def _inserted_key_rows(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """mapInArrow function: WriteStatus rows (partition, file id, packed inserted keys) -> one row per key."""
+    """WriteStatus rows (partition, file id, packed inserted keys) -> one row per key (:data:`_INSERTED_ROWS_SCHEMA`;
+    a mapInArrow function, and the driver's unpacking)."""
     for b in batches:
         parts, fids, packed = b.column("partition"), b.column("file_id"), b.column("inserted_keys")
         for i in range(b.num_rows):
@@ -576,20 +580,14 @@ def _streamed_group_log(storage: Storage, mdt_path: str, instant: str,
 
 def _write_updates_here(lists: pa.Table, storage: Storage, mdt_path: str, instant: str, t_ms: int, n: int) -> list[dict]:
     """:func:`write_updates` on the driver, from the WriteStatus rows' key lists (``lists``)."""
-    packed = lists.column("inserted_keys").combine_chunks()
-    unpacked = [unpack_strings(packed[i]) for i in range(len(packed))]
-    ins_keys = pa.concat_arrays(unpacked) if unpacked else pa.array([], pa.string())
-    reps = np.array([len(k) for k in unpacked], np.int64)
-    idx = pa.array(np.repeat(np.arange(lists.num_rows), reps))
-    ins = pa.table({
-        "partition": lists.column("partition").take(idx),
-        "file_id": lists.column("file_id").take(idx),
-        "key": ins_keys,
-    })
+    ins_batches = list(_inserted_key_rows(lists.select(["partition", "file_id", "inserted_keys"]).to_batches()))
+    ins = (pa.Table.from_batches(ins_batches).cast(_INSERTED_ROWS_SCHEMA) if ins_batches
+           else _INSERTED_ROWS_SCHEMA.empty_table())
+    ins_keys = ins.column("key").combine_chunks()
     dels = pc.list_flatten(lists.column("deleted_keys").combine_chunks())
     dels = dels.filter(pc.invert(pc.is_in(dels, value_set=ins_keys)))  # a moved key keeps its new mapping only
     rows = pa.concat_tables([
-        ins.cast(pa.schema([("partition", pa.string()), ("file_id", pa.string()), ("key", pa.string())])),
+        ins,
         pa.table({"partition": pa.nulls(len(dels), pa.string()), "file_id": pa.nulls(len(dels), pa.string()),
                   "key": dels.cast(pa.string())}),
     ]).combine_chunks()
