@@ -888,13 +888,14 @@ class BulkInsertProducer(WriteProducer):
         assigned = (
             tagged.withColumn("__h", h)
             .join(F.broadcast(self.job.spark.createDataFrame(by_raw)),
-                  [*cond, F.col("__h") >= F.col("__lo"), F.col("__h") < F.col("__hi")], "inner")
-            .drop(*names, "__lo", "__hi", "__h", OP_COL, LOC_PARTITION_COL, LOC_FILE_ID_COL)
-            .withColumnRenamed("__b", BUCKET_COL)
+                  [*cond, F.col("__h") >= F.col("__lo"), F.col("__h") < F.col("__hi")], "left")
+            # a record of a partition the plan did not see has no bucket: its write task refuses it
+            .withColumn(BUCKET_COL, F.coalesce(F.col("__b"), F.lit(_UNPLANNED)).cast("int"))
+            .drop(*names, "__lo", "__hi", "__h", "__b", OP_COL, LOC_PARTITION_COL, LOC_FILE_ID_COL)
         )
         stats = self.write_assigned(assigned, buckets)
-        # the input was read twice: it must have given each partition the same records both times (a record of a
-        # partition the plan did not see has no bucket to join and would be lost), counted per partition
+        # the input was read twice: it must have given each partition the same records both times, counted per
+        # partition (records of a partition the plan did not see were refused by their write task)
         written: dict[str, int] = defaultdict(int)
         for st in stats:
             written[st.partition] += st.num_inserts
@@ -967,13 +968,23 @@ def _bad_key_condition(kg: KeyGenerator, string_cols: set[str]) -> Column:
     return cond
 
 
+#: the bucket of a bulk insert's record whose partition its plan did not see (the input changed between reads)
+_UNPLANNED = -1
+
+
 def bulk_insert_task(ctx: WriteContext, keygen: KeyGenerator) -> Callable[[pa.Table], pa.Table]:
     """Function of a bulk insert's write task (:func:`by_bucket`): one bucket's records, without record keys,
     partition paths or operations: their keys and partition paths made by the key generator (the path must be
     the bucket's), then written by :func:`write_bucket` as inserts."""
 
     def run(t: pa.Table) -> pa.Table:
-        bucket = ctx.buckets[int(t.column(BUCKET_COL)[0].as_py())]
+        b = int(t.column(BUCKET_COL)[0].as_py())
+        if b == _UNPLANNED:
+            raise InvalidInputError(
+                f"bulk_insert into {ctx.base_path}: the input gave {t.num_rows} records of partition "
+                f"{keygen.partition_paths(t.slice(0, 1))[0].as_py()!r} to write that it did not give to plan the "
+                "write: a source that changes between reads; nothing was committed")
+        bucket = ctx.buckets[b]
         if not pc.all(pc.equal(keygen.partition_paths(t), bucket.partition)).as_py():
             raise RuntimeError(f"bulk insert: records routed to bucket {bucket.id} are not all of its partition "
                                f"{bucket.partition!r}")

@@ -121,6 +121,40 @@ def test_an_input_that_changes_between_its_reads_is_not_committed(spark, tmp_pat
     assert hudi_rs_read(path).num_rows == 0
 
 
+def test_records_of_a_partition_the_first_read_did_not_give_are_not_dropped(spark, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A source whose second read adds records of a partition its first read did not have, every other partition
+    unchanged: the per-partition counts agree, and those records have no bucket; the write fails, naming the
+    partition, instead of committing without them."""
+    from pyspark.sql import functions as F
+
+    from pyhudi.errors import InvalidInputError
+    from pyhudi.write.producer import BulkInsertProducer
+
+    src = _input().drop_columns(["_hoodie_is_deleted"])
+    late = pa.table({c: src.column(c).slice(0, 2) for c in src.column_names})
+    late = late.set_column(late.schema.get_field_index("k"), "k", pa.array(["late-0", "late-1"]))
+    late = late.set_column(late.schema.get_field_index("day"), "day", pa.array(["2026/12/31"] * 2))
+    opts = {"hoodie.table.ordering.fields": "ts", **KEYGENS["simple"]}
+    path = str(tmp_path / "t")
+    table = Table.create(path, src.schema, opts)
+    flag = tmp_path / "planned"
+    count = BulkInsertProducer.count
+
+    def count_then_flag(self, tagged):  # type: ignore[no-untyped-def]
+        out = count(self, tagged)
+        flag.touch()
+        return out
+
+    monkeypatch.setattr(BulkInsertProducer, "count", count_then_flag)
+    seen = F.udf(lambda day: day != "2026/12/31" or flag.exists(), "boolean").asNondeterministic()
+    df = spark.createDataFrame(pa.concat_tables([src, late])).filter(seen(F.col("day")))
+    with pytest.raises(InvalidInputError, match=r"2 records of partition '2026/12/31'.*nothing was committed"):
+        table.write(df, "bulk_insert", opts)
+    assert flag.exists()
+    assert not [i for i in Table.open(path).timeline() if i.is_completed]
+    assert hudi_rs_read(path).num_rows == 0
+
+
 def test_a_key_column_of_a_type_keys_cannot_have_is_refused_before_writing(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     from pyhudi.errors import InvalidInputError
     from tests.support.tree import snapshot
