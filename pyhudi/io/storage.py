@@ -30,7 +30,7 @@ import os
 import posixpath
 import uuid
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -234,8 +234,9 @@ class Storage:
             _OPEN_OUTPUTS.add(out)
         return out
 
-    def write_bytes(self, path: str, data: bytes, *, overwrite: bool = True) -> None:
-        """Write a whole file so that readers see either nothing or all of it.
+    def write_bytes(self, path: str, data: bytes | Sequence[bytes], *, overwrite: bool = True) -> None:
+        """Write a whole file so that readers see either nothing or all of it; ``data`` its bytes, or its parts
+        in order (written one after the other, never joined in memory).
 
         On the local filesystem this writes a temporary sibling and renames it (``overwrite=False``: links it,
         which fails if the path exists); object stores make a single PUT visible atomically, but
@@ -249,7 +250,7 @@ class Storage:
             self.makedirs(parent)
             tmp = posixpath.join(parent, f".{posixpath.basename(path)}.{uuid.uuid4().hex}.tmp")
             with self.fs.open_output_stream(tmp) as out:
-                out.write(data)
+                _write_parts(out, data)
             if not overwrite:
                 try:
                     os.link(tmp, path)  # fails if path appeared meanwhile
@@ -261,7 +262,7 @@ class Storage:
                 self.fs.move(tmp, path)
         else:
             with self.fs.open_output_stream(path) as out:
-                out.write(data)
+                _write_parts(out, data)
 
     def delete(self, path: str, missing_ok: bool = True, *, dirs: bool = True) -> None:
         """Delete a file, or a folder and everything in it (``dirs=False``: refuse a folder, for callers that
@@ -290,6 +291,11 @@ class Storage:
         self._check_changes(src, "move")
         self._check_changes(dst, "move onto")
         self.fs.move(src, dst)
+
+
+def _write_parts(out: pa.NativeFile, data: bytes | Sequence[bytes]) -> None:
+    for part in (data,) if isinstance(data, (bytes, bytearray, memoryview)) else data:
+        out.write(part)
 
 
 def _normalise(path: str) -> str:

@@ -464,13 +464,25 @@ def _unpacked(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
                 names=["key", _LOC_COL, _FG_COL])
 
 
+#: the size at which the record-index job of a commit that only inserts keys cuts the Arrow batches of packed keys
+#: it sends to Python. Spark cuts them at 10,000 rows otherwise (the session turns its byte limit off: checking
+#: it costs every small row; these rows are few and large): one batch holding a whole file group's keys, 80 MB
+#: each in the JVM and in the Python worker of a 20M-row bulk load's tasks
+PACKED_KEYS_BATCH_BYTES = 16 << 20
+
+
 def _write_inserts(status_df, storage: Storage, mdt_path: str, instant: str, t_ms: int, n: int,
                    locations: list[tuple[str, str]]) -> list[dict]:
     """:func:`write_updates` of a commit that deletes no key: the inserted keys go to their file group's task
     packed (:func:`inserted_keys_task`), their location a number."""
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    rows = status_df.select("partition", "file_id", "inserted_keys").mapInArrow(
+    from pyhudi.spark import cached
+    from pyhudi.spark.session import ARROW_BATCH_BYTES_CONF
+
+    # a few hundred rows of packed keys per file group: the Arrow batches that carry them to Python are cut by size
+    status = cached.with_settings(status_df, {ARROW_BATCH_BYTES_CONF: str(PACKED_KEYS_BATCH_BYTES)})
+    rows = status.select("partition", "file_id", "inserted_keys").mapInArrow(
         inserted_keys_task(n, n, locations), from_arrow_schema(PACKED_KEYS_SCHEMA))
     # the locations' values made once each, here; a block takes them in key order
     loc_values = encode_locations(pa.array([p for p, _ in locations], pa.string()),
@@ -492,8 +504,10 @@ def _write_inserts(status_df, storage: Storage, mdt_path: str, instant: str, t_m
 
 #: keys a Spark task turns into one HFile data block of a record-index log file at a time: a commit changing
 #: more keys of a file group writes several blocks into its log file (blocks of one instant hold distinct keys),
-#: and the task holds one block's keys while it makes it, not the file group's
-LOG_BLOCK_MAX_KEYS = 500_000
+#: and the task holds one block's keys while it makes it, not the file group's. Measured on one file group of a
+#: 20M-row bulk load (2M keys, its 80 MB of packed keys received), the task's memory beyond them and its time:
+#: 500k keys a block 297 MB, 1.8 s; 250k 208 MB, 1.4 s; 100k 157 MB, 1.2 s; 50k 132 MB, 1.2 s
+LOG_BLOCK_MAX_KEYS = 100_000
 
 
 def _changes_block(t: pa.Table, t_ms: int) -> tuple[pa.Array, pa.Array, list[str]]:
@@ -523,12 +537,11 @@ def _write_log_file(storage: Storage, mdt_path: str, instant: str, fg: int, bloc
     it or nothing)."""
     from pyhudi.table.filenames import make_log_file_name
 
-    data = blocks[0] if len(blocks) == 1 else b"".join(blocks)
     fid = file_group_id(fg)
     _, token = task_ids()
     rel = posixpath.join(RECORD_INDEX, make_log_file_name(fid, instant, 1, token))
-    storage.write_bytes(posixpath.join(mdt_path, rel), data)
-    return {"rel": rel, "file_id": fid, "size": len(data), "n": n}
+    storage.write_bytes(posixpath.join(mdt_path, rel), blocks)  # the blocks one after the other, not joined
+    return {"rel": rel, "file_id": fid, "size": sum(len(b) for b in blocks), "n": n}
 
 
 def _streamed_group_log(storage: Storage, mdt_path: str, instant: str,

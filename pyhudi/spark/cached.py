@@ -24,20 +24,37 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, Row, SparkSession
 
-_CHILDREN: weakref.WeakKeyDictionary[SparkSession, SparkSession] = weakref.WeakKeyDictionary()
+# a session -> its child sessions by their SQL settings
+_CHILDREN: weakref.WeakKeyDictionary[SparkSession, dict[tuple[tuple[str, str], ...], SparkSession]] = (
+    weakref.WeakKeyDictionary())
 _VIEWS: weakref.WeakKeyDictionary[DataFrame, str] = weakref.WeakKeyDictionary()  # persisted frame -> its view
 _LOCK = threading.RLock()
+_COUNTING = {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": "1"}
+
+
+def _child_session(spark: SparkSession, settings: dict[str, str]) -> SparkSession:
+    key = tuple(sorted(settings.items()))
+    with _LOCK:
+        children = _CHILDREN.setdefault(spark, {})
+        child = children.get(key)
+        if child is None:
+            child = spark.newSession()
+            for k, v in key:
+                child.conf.set(k, v)
+            children[key] = child
+        return child
 
 
 def _counting_session(spark: SparkSession) -> SparkSession:
-    with _LOCK:
-        child = _CHILDREN.get(spark)
-        if child is None:
-            child = spark.newSession()
-            child.conf.set("spark.sql.adaptive.enabled", "false")
-            child.conf.set("spark.sql.shuffle.partitions", "1")
-            _CHILDREN[spark] = child
-        return child
+    return _child_session(spark, _COUNTING)
+
+
+def with_settings(df: DataFrame, settings: dict[str, str]) -> DataFrame:
+    """A persisted ``df`` in a child session of its own session with the SQL ``settings`` (the same
+    SparkContext and cache; the caller's session is never touched), for queries built on it that need them.
+    Release ``df`` with :func:`release`."""
+    name = _view_name(df)
+    return _child_session(df.sparkSession, settings).table(f"{_global_temp_database(df.sparkSession)}.{name}")
 
 
 def grouped_counts(df: DataFrame, by: list[str]) -> list[Row]:
@@ -53,17 +70,20 @@ def collect(df: DataFrame, cols: list[Column]) -> list[Row]:
     return _cached_view(df).select(*cols).collect()
 
 
-def _cached_view(df: DataFrame) -> DataFrame:
-    """``df`` in the counting session, through its global temporary view (made once)."""
-    spark = df.sparkSession
-    child = _counting_session(spark)
+def _view_name(df: DataFrame) -> str:
+    """The name of ``df``'s global temporary view (made once)."""
     with _LOCK:
         name = _VIEWS.get(df)
         if name is None:
             name = f"pyhudi_cached_{uuid.uuid4().hex}"
             df.createGlobalTempView(name)
             _VIEWS[df] = name
-    return child.table(f"{_global_temp_database(spark)}.{name}")
+        return name
+
+
+def _cached_view(df: DataFrame) -> DataFrame:
+    """``df`` in the counting session, through its global temporary view."""
+    return with_settings(df, _COUNTING)
 
 
 def count(df: DataFrame) -> int:

@@ -26,7 +26,9 @@ DEFAULT_MASTER = "local[2]"
 ENV_DRIVER_MEMORY = "PYHUDI_SPARK_DRIVER_MEMORY"
 #: heap of a local session's driver JVM (which runs the tasks)
 DEFAULT_DRIVER_MEMORY = "1g"
-#: Spark's value that turns off its per-row byte limit check of Arrow batches for Python (Int.MaxValue)
+#: Spark's byte limit of the Arrow batches it sends to Python workers ...
+ARROW_BATCH_BYTES_CONF = "spark.sql.execution.arrow.maxBytesPerBatch"
+#: ... and its value that turns off the per-row check of it (Int.MaxValue)
 ARROW_MAX_BYTES_PER_BATCH = 2**31 - 1
 # "1": the session does not log failed tasks itself (the pyhudi command sets it: it reports the error once)
 ENV_QUIET_TASK_FAILURES = "PYHUDI_SPARK_QUIET_TASK_FAILURES"
@@ -81,7 +83,7 @@ def get_spark(
         # on them (64 MiB by default) is checked by sizing every Arrow vector after every row, 14% of the driver
         # JVM's CPU in a bulk load (JFR); Int.MaxValue turns the check off (a 5M-row bulk_insert 26.1-27.4 s
         # against 28.4-29.9 s). The write tasks hold a whole file group's records in any case
-        .config("spark.sql.execution.arrow.maxBytesPerBatch", str(ARROW_MAX_BYTES_PER_BATCH))
+        .config(ARROW_BATCH_BYTES_CONF, str(ARROW_MAX_BYTES_PER_BATCH))
         # writes cache their prepared and tagged records for a moment: uncompressed caching is about a quarter
         # faster to build (0.47 s against 0.62 s for 100k records of ~150 bytes, 2 cores)
         .config("spark.sql.inMemoryColumnarStorage.compressed", "false")

@@ -32,6 +32,9 @@ def test_s3_storage_round_trip(s3_server: S3Server) -> None:
     with pytest.raises(StorageError, match="already exists"):  # a look-up before the PUT: not atomic (below)
         storage.write_bytes(path, b"two", overwrite=False)
     assert [st.name for st in storage.list(f"{base}/.hoodie")] == ["x"]
+    storage.write_bytes(f"{base}/.hoodie/parts", [b"ab", b"cde"])  # a file written from its parts, in order
+    assert storage.read_bytes(f"{base}/.hoodie/parts") == b"abcde"
+    storage.delete(f"{base}/.hoodie/parts")
     storage.delete(path)
     assert not storage.exists(path)
 

@@ -73,6 +73,9 @@ def test_rooted_storage_works_inside(layout: tuple[Storage, Path, Path]) -> None
     storage.write_bytes(f"{t}/q/new.bin", b"abc")
     assert storage.read_bytes(f"{t}/q/new.bin") == b"abc"
     assert storage.read_bytes(f"{t}/./q//new.bin") == b"abc"  # normalised inside: fine
+    storage.write_bytes(f"{t}/q/parts.bin", [b"ab", b"", b"cde"])  # a file written from its parts, in order
+    assert storage.read_bytes(f"{t}/q/parts.bin") == b"abcde"
+    storage.delete(f"{t}/q/parts.bin")
     with storage.open_append(f"{t}/q/new.bin") as out:
         out.write(b"d")
     storage.move(f"{t}/q/new.bin", f"{t}/q/moved.bin")

@@ -65,8 +65,10 @@ def test_driver_and_spark_paths_write_the_same_index(spark, tmp_path: Path, monk
     spark_job = _run(spark, str(tmp_path / "spark"))
     assert here == spark_job
     assert _log_files(str(tmp_path / "driver")) == _log_files(str(tmp_path / "spark"))
-    # a Spark task makes a file group's log file a few keys at a time: several blocks in one file
+    # a Spark task makes a file group's log file a few keys at a time: several blocks in one file, from packed keys
+    # that reach it in many Arrow batches (cut by size: here every row one)
     monkeypatch.setattr(record_index, "LOG_BLOCK_MAX_KEYS", 3)
+    monkeypatch.setattr(record_index, "PACKED_KEYS_BATCH_BYTES", 1)
     small_blocks = _run(spark, str(tmp_path / "blocks"))
     assert small_blocks == here
     assert _log_files(str(tmp_path / "blocks")) == _log_files(str(tmp_path / "driver"))

@@ -44,3 +44,22 @@ def test_grouped_counts_of_an_empty_frame(spark) -> None:  # type: ignore[no-unt
         assert cached.count(df) == 0
     finally:
         cached.release(df)
+
+
+def test_a_frame_with_settings_reads_the_same_cache_in_a_session_of_its_own(spark) -> None:  # type: ignore[no-untyped-def]
+    spark.catalog.clearCache()
+    conf = "spark.sql.execution.arrow.maxBytesPerBatch"
+    before = spark.conf.get(conf)
+    df = spark.range(100).repartition(2).persist()
+    try:
+        assert cached.count(df) == 100
+        other = cached.with_settings(df, {conf: "1024"})
+        assert other.sparkSession.conf.get(conf) == "1024"
+        assert spark.conf.get(conf) == before  # the caller's session keeps its settings
+        assert sorted(r[0] for r in other.collect()) == list(range(100))
+        assert _cached_partitions(spark) == 2  # read from the same cache, not recomputed into another
+        assert cached.with_settings(df, {conf: "1024"}).sparkSession is other.sparkSession  # one child per settings
+        assert len(spark.catalog.listTables(spark.conf.get("spark.sql.globalTempDatabase"))) == 1
+    finally:
+        cached.release(df)
+    assert spark.catalog.listTables(spark.conf.get("spark.sql.globalTempDatabase")) == []
