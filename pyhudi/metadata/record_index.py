@@ -478,10 +478,9 @@ def _write_inserts(status_df, storage: Storage, mdt_path: str, instant: str, t_m
     from pyspark.sql.pandas.types import from_arrow_schema
 
     from pyhudi.spark import cached
-    from pyhudi.spark.session import ARROW_BATCH_BYTES_CONF
 
     # a few hundred rows of packed keys per file group: the Arrow batches that carry them to Python are cut by size
-    status = cached.with_settings(status_df, {ARROW_BATCH_BYTES_CONF: str(PACKED_KEYS_BATCH_BYTES)})
+    status = cached.with_settings(status_df, {cached.ARROW_BATCH_BYTES_CONF: str(PACKED_KEYS_BATCH_BYTES)})
     rows = status.select("partition", "file_id", "inserted_keys").mapInArrow(
         inserted_keys_task(n, n, locations), from_arrow_schema(PACKED_KEYS_SCHEMA))
     # the locations' values made once each, here; a block takes them in key order

@@ -30,6 +30,8 @@ _CHILDREN: weakref.WeakKeyDictionary[SparkSession, dict[tuple[tuple[str, str], .
 _VIEWS: weakref.WeakKeyDictionary[DataFrame, str] = weakref.WeakKeyDictionary()  # persisted frame -> its view
 _LOCK = threading.RLock()
 _COUNTING = {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": "1"}
+#: Spark's byte limit of the Arrow batches it sends to Python workers (a SQL setting, for :func:`with_settings`)
+ARROW_BATCH_BYTES_CONF = "spark.sql.execution.arrow.maxBytesPerBatch"
 
 
 def _child_session(spark: SparkSession, settings: dict[str, str]) -> SparkSession:

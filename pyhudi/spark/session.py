@@ -14,6 +14,7 @@ import weakref
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from pyhudi.spark.cached import ARROW_BATCH_BYTES_CONF
 from pyhudi.spark.java import check_java, java_version, local_driver_java_options
 
 if TYPE_CHECKING:
@@ -26,9 +27,8 @@ DEFAULT_MASTER = "local[2]"
 ENV_DRIVER_MEMORY = "PYHUDI_SPARK_DRIVER_MEMORY"
 #: heap of a local session's driver JVM (which runs the tasks)
 DEFAULT_DRIVER_MEMORY = "1g"
-#: Spark's byte limit of the Arrow batches it sends to Python workers ...
-ARROW_BATCH_BYTES_CONF = "spark.sql.execution.arrow.maxBytesPerBatch"
-#: ... and its value that turns off the per-row check of it (Int.MaxValue)
+#: the value of Spark's byte limit of Arrow batches for Python (:data:`~pyhudi.spark.cached.ARROW_BATCH_BYTES_CONF`)
+#: that turns off the per-row check of it (Int.MaxValue)
 ARROW_MAX_BYTES_PER_BATCH = 2**31 - 1
 # "1": the session does not log failed tasks itself (the pyhudi command sets it: it reports the error once)
 ENV_QUIET_TASK_FAILURES = "PYHUDI_SPARK_QUIET_TASK_FAILURES"
