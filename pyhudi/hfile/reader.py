@@ -10,7 +10,6 @@ from __future__ import annotations
 import bisect
 import os
 import struct
-import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -43,6 +42,7 @@ from pyhudi.hfile.format import (
 )
 from pyhudi.io.arrow import binary_array, binary_buffers, to_binary_array
 from pyhudi.io.compression import CODEC_NAMES
+from pyhudi.io.pools import shared_pool
 from pyhudi.io.storage import Storage
 
 KV_SCHEMA = pa.schema([("key", pa.binary()), ("value", pa.binary())])
@@ -50,28 +50,12 @@ _MAX_RUN_BYTES = 32 << 20  # coalesce adjacent blocks into ranged reads of at mo
 _MAX_RUN_GAP = 64 << 10  # ... bridging gaps (HBase inline index blocks) up to this size
 
 _T = TypeVar("_T")
-_POOL: ThreadPoolExecutor | None = None
-
-
-_POOL_LOCK = threading.Lock()
 
 
 def _pool() -> ThreadPoolExecutor:
-    global _POOL
-    with _POOL_LOCK:  # readers in several threads (record-index file groups looked up at once) share one pool
-        if _POOL is None:
-            _POOL = ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2), thread_name_prefix="pyhudi-hfile")
-        return _POOL
-
-
-def _forget_pool_in_child() -> None:
-    """A forked process (PySpark forks its Python workers from a daemon) has none of the parent's pool threads:
-    it starts its own pool when it needs one."""
-    global _POOL, _POOL_LOCK
-    _POOL, _POOL_LOCK = None, threading.Lock()
-
-
-os.register_at_fork(after_in_child=_forget_pool_in_child)
+    """The process's HFile block pool: readers in several threads (record-index file groups looked up at once)
+    share it."""
+    return shared_pool("pyhudi-hfile", max(2, os.cpu_count() or 2))
 
 
 class HFileReader:

@@ -22,7 +22,7 @@ import queue
 import threading
 from collections import deque
 from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, wait
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +34,7 @@ import pyarrow.parquet as pq
 from pyhudi import config as C
 from pyhudi.errors import CorruptFileError, StorageError
 from pyhudi.io.logfile import BlockType, LogBlock
+from pyhudi.io.pools import shared_pool
 from pyhudi.io.storage import Storage
 from pyhudi.read.filters import Pred, Stats, all_may_match
 from pyhudi.read.logscan import CommittedInstants, scan_log_blocks
@@ -92,22 +93,28 @@ def conform(t: pa.Table | pa.RecordBatch, schema: pa.Schema, where: str) -> pa.T
 _WORKERS = max(1, min(4, os.cpu_count() or 1))
 
 
+#: the process's pool of read threads (:func:`pyhudi.io.pools.shared_pool`): block decoders and a base file's reader
+_READ_POOL = "pyhudi-read"
+
+
 def prefetch(items: Iterator[Any], depth: int = _WORKERS, *, call: bool = True) -> Iterator[Any]:
-    """The results of ``items`` (callables when ``call``, else an iterator's values) computed by background
-    threads at most ``depth`` ahead of the consumer, in order. Errors surface at their item; a consumer that stops
-    early stops the producers."""
+    """The results of ``items`` (callables when ``call``, else an iterator's values) computed by the process's
+    read threads at most ``depth`` ahead of the consumer, in order. Errors surface at their item; a consumer that
+    stops early stops the producers (and waits for those running)."""
+    pool = shared_pool(_READ_POOL, _WORKERS + 1)  # decoders, and the producer of one base file
     if call:
-        ex = ThreadPoolExecutor(max_workers=_WORKERS)
+        pending: deque[Future[Any]] = deque()
         try:
-            pending: deque[Future[Any]] = deque()
             for f in items:
-                pending.append(ex.submit(f))
+                pending.append(pool.submit(f))
                 if len(pending) > depth:
                     yield pending.popleft().result()
             while pending:
                 yield pending.popleft().result()
         finally:
-            ex.shutdown(wait=True, cancel_futures=True)
+            for fut in pending:
+                fut.cancel()
+            wait(pending)
         return
     q: queue.Queue[tuple[bool, Any]] = queue.Queue(maxsize=depth)
     stop = threading.Event()
@@ -127,8 +134,7 @@ def prefetch(items: Iterator[Any], depth: int = _WORKERS, *, call: bool = True) 
         except BaseException as e:  # handed to the consumer
             q.put((False, e))
 
-    t = threading.Thread(target=produce, name="pyhudi-prefetch", daemon=True)
-    t.start()
+    producer = pool.submit(produce)
     try:
         while True:
             ok, v = q.get()
@@ -139,11 +145,11 @@ def prefetch(items: Iterator[Any], depth: int = _WORKERS, *, call: bool = True) 
             yield v
     finally:
         stop.set()
-        while t.is_alive():
+        while not producer.done():
             try:
                 q.get_nowait()
             except queue.Empty:
-                t.join(0.05)
+                wait([producer], timeout=0.05)
 
 
 class FileSliceReader:

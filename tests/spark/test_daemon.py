@@ -13,16 +13,17 @@ import pytest
 
 from pyhudi.hfile import HFileReader, hfile_bytes
 from pyhudi.hfile import reader as hfile_reader
+from pyhudi.io import pools
 
 _WARM_UP_PROBE = """
 import json, sys, threading
-import pyhudi.hfile.reader as r
+from pyhudi.io import pools
 from pyhudi.hfile import _kernels as k
 from pyhudi.spark.daemon import warm_up
 before = (threading.active_count(), bool(k.lookup_block.signatures), bool(k.build_cells.signatures))
 warm_up()
 after = (threading.active_count(), bool(k.lookup_block.signatures), bool(k.build_cells.signatures))
-print(json.dumps({"before": before, "after": after, "pool": r._POOL is not None}), file=sys.stderr)
+print(json.dumps({"before": before, "after": after, "pool": bool(pools._POOLS)}), file=sys.stderr)
 """
 
 
@@ -52,7 +53,8 @@ def test_a_forked_child_starts_its_own_block_pool() -> None:
             signal.alarm(60)  # a child stuck on the parent's pool fails instead of hanging the test run
             with HFileReader.from_bytes(data) as r:
                 ok = r.num_blocks > 1 and r.read_all().num_rows == 20000
-            code = 0 if ok and hfile_reader._POOL is not None and hfile_reader._POOL is not parent_pool else 2
+            own = pools._POOLS.get("pyhudi-hfile")
+            code = 0 if ok and own is not None and own is not parent_pool else 2
         finally:
             os._exit(code)
     _, status = os.waitpid(pid, 0)
