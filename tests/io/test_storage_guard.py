@@ -114,6 +114,20 @@ def test_symbolic_links_out_of_the_table_are_refused(layout: tuple[Storage, Path
     assert (table / "p" / "link_file").is_symlink() and (table / "link_dir").is_symlink()
 
 
+def test_reads_resolve_each_file_after_its_folder_was_resolved(layout: tuple[Storage, Path, Path]) -> None:
+    """A read remembers its folder's real path; the file itself is still looked at on every read: a file that
+    became a symbolic link out of the table is refused, in a folder read from before."""
+    storage, table, outside = layout
+    (table / "p" / "g.parquet").write_bytes(b"inside")
+    assert storage.read_bytes(f"{table}/p/g.parquet") == b"inside"
+    (table / "p" / "g.parquet").unlink()
+    (table / "p" / "g.parquet").symlink_to(outside)
+    with pytest.raises(UnsafePathError, match="symbolic link"):
+        storage.read_bytes(f"{table}/p/g.parquet")
+    (table / "p" / "h.parquet").symlink_to(table / "p" / "f.parquet")  # a link inside the table is fine
+    assert storage.read_bytes(f"{table}/p/h.parquet") == (table / "p" / "f.parquet").read_bytes()
+
+
 def test_a_symlinked_table_root_still_works(tmp_path: Path) -> None:
     real = tmp_path / "real"
     real.mkdir()
