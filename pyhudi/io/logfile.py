@@ -789,11 +789,8 @@ def _ordering(t: OrderingType, v: Any, *, top: bool) -> bytes:
     return out + z(0)
 
 
-def decode_avro_block_content(content: bytes, schema_json: str | None, where: str = "<avro block>") -> pa.Table:
-    """The records of an AVRO_DATA block: int32 version (3), int32 record count, then per record an int32 length
-    and the Avro binary datum (writer schema = the block's SCHEMA header)."""
-    from pyhudi.io.avro_arrow import decoder_for
-
+def _avro_block_count(content: bytes, schema_json: str | None, where: str) -> int:
+    """The record count of an AVRO_DATA block's content, its header checked."""
     if schema_json is None:
         raise CorruptFileError(where, "Avro data block without a SCHEMA header")
     if len(content) < 8:
@@ -804,7 +801,34 @@ def decode_avro_block_content(content: bytes, schema_json: str | None, where: st
     (n,) = _INT.unpack_from(content, 4)
     if n < 0:
         raise CorruptFileError(where, f"negative record count {n}")
+    return n
+
+
+def decode_avro_block_content(content: bytes, schema_json: str | None, where: str = "<avro block>") -> pa.Table:
+    """The records of an AVRO_DATA block: int32 version (3), int32 record count, then per record an int32 length
+    and the Avro binary datum (writer schema = the block's SCHEMA header)."""
+    from pyhudi.io.avro_arrow import decoder_for
+
+    n = _avro_block_count(content, schema_json, where)
+    assert schema_json is not None
     return decoder_for(schema_json).decode(content, 8, len(content), n, where)
+
+
+def decode_avro_blocks_content(contents: Sequence[bytes], schema_json: str | None, wheres: Sequence[str]) -> pa.Table:
+    """The records of AVRO_DATA blocks of one writer schema, in order, decoded as one table (what
+    :func:`decode_avro_block_content` gives each, concatenated): a decoder's fixed cost is paid once, not per
+    block, for a file slice's many small blocks. A block that does not decode is named as it would be alone."""
+    from pyhudi.io.avro_arrow import decoder_for
+
+    n = sum(_avro_block_count(c, schema_json, w) for c, w in zip(contents, wheres, strict=True))
+    assert schema_json is not None
+    records = b"".join(memoryview(c)[8:] for c in contents)
+    try:
+        return decoder_for(schema_json).decode(records, 0, len(records), n, wheres[0])
+    except CorruptFileError:
+        for c, w in zip(contents, wheres, strict=True):  # the block at fault, named
+            decode_avro_block_content(c, schema_json, w)
+        raise
 
 
 def decode_parquet_block_content(content: bytes, where: str = "<parquet block>") -> pa.Table:

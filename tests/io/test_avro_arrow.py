@@ -179,3 +179,28 @@ def test_compiled_encoder_writes_what_fastavro_writes() -> None:
     assert fast == slow
     with pytest.raises(Exception, match="not nullable"):
         AvroArrowEncoder(schema).encode(table.drop_columns(["s_req"]))
+
+
+@pytest.mark.parametrize("schema", [FLAT, "nested"])
+def test_blocks_decoded_as_one_give_each_block_s_records_in_order(schema) -> None:  # type: ignore[no-untyped-def]
+    from pyhudi.io.logfile import decode_avro_block_content, decode_avro_blocks_content
+
+    if schema == "nested":
+        schema = {"type": "record", "name": "n", "fields": [
+            {"name": "k", "type": ["null", "string"], "default": None},
+            {"name": "arr", "type": ["null", {"type": "array", "items": ["null", "long"]}], "default": None}]}
+        blocks = [[{"k": f"b{j}-{i}", "arr": [i, None]} for i in range(j * 3)] for j in range(4)]
+    else:
+        rng = random.Random(11)
+        blocks = [[_random_row(rng, 100 * j + i) for i in range(j * 7)] for j in range(5)]  # the first one empty
+    text = json.dumps(schema)
+    contents = [avro_block_content(rows, text) for rows in blocks]
+    wheres = [f"f (block at offset {j})" for j in range(len(blocks))]
+    one = decode_avro_blocks_content(contents, text, wheres)
+    assert one.equals(pa.concat_tables([decode_avro_block_content(c, text) for c in contents]))
+    # a damaged block is named as it would be alone
+    bad = bytearray(contents[2])
+    bad[8:12] = struct.pack(">i", 10_000)  # its first record's length runs past the block
+    contents[2] = bytes(bad)
+    with pytest.raises(CorruptFileError, match=r"block at offset 2"):
+        decode_avro_blocks_content(contents, text, wheres)

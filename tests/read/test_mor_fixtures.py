@@ -181,3 +181,18 @@ def test_spark_read_equals_local_read(spark, zip_name: str, tables: dict[str, st
     first = tl.instants[0]
     inc = table.read_incremental(first.completion_time or "", spark=spark).count()
     assert inc == table.incremental_arrow(first.completion_time or "").num_rows
+
+
+@pytest.mark.parametrize("zip_name", MOR)
+def test_slices_read_alike_with_and_without_the_read_threads(zip_name: str, tables: dict[str, str],
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A small slice is read in the calling thread, its consecutive data blocks decoded as one; a large one with
+    the read threads, block by block: the same rows either way, hudi-rs's."""
+    from pyhudi.read import slice_reader
+
+    base = tables[zip_name]
+    alone = Table.open(base).to_arrow()
+    monkeypatch.setattr(slice_reader, "THREADED_SLICE_MIN_BYTES", 1)
+    threaded = Table.open(base).to_arrow()
+    cols = alone.column_names
+    assert rows(alone, cols) == rows(threaded, cols) == rows(hudi_rs(base), cols)
