@@ -34,6 +34,8 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from pyhudi import faults
 from pyhudi.io.storage import Storage
@@ -128,7 +130,9 @@ def _compact_task(spec: ReadSpec, instant: str, parquet_options: dict[str, str],
 
                 base = rel(op["dataFilePath"]) if op["dataFilePath"] else None
                 logs = tuple(rel(n) for n in op["deltaFilePaths"])
-                merged = FileSliceReader(spec, SliceSpec(part, fid, base, logs)).read()
+                # the slice's size, as the plan gives it (0: unknown), chooses how it is read
+                size = int(float(op.get("metrics", {}).get("TOTAL_IO_READ_MB", 0.0)) * (1 << 20))
+                merged = FileSliceReader(spec, SliceSpec(part, fid, base, logs, size)).read()
                 part_id, token = task_ids()
                 name = filenames.make_base_file_name(fid, token, instant)
                 markers.create_marker(spec.storage, spec.base_path, instant, part, name,
@@ -137,14 +141,15 @@ def _compact_task(spec: ReadSpec, instant: str, parquet_options: dict[str, str],
                     spec.storage, posixpath.join(spec.base_path, rel(name)), merged, instant_time=instant,
                     partition_path=part, task_partition_id=part_id, options=parquet_options,
                 )
-                stored: set[str] = set()
-                if base is not None:
-                    stored = set(base_file.read_base_file(spec.storage, posixpath.join(spec.base_path, base),
-                                                          columns=[RECORD_KEY_COL]).column(RECORD_KEY_COL).to_pylist())
-                out_keys = merged.column(RECORD_KEY_COL).to_pylist()
-                from_logs = sum(1 for c in merged.column(COMMIT_TIME_COL).to_pylist()
-                                if c is not None and c > op["baseInstantTime"])
-                deletes = len(stored - set(out_keys))
+                deletes = 0
+                if base is not None:  # the base file's keys the new one does not have
+                    with spec.storage.open_input(posixpath.join(spec.base_path, base)) as f:
+                        stored = pc.unique(pq.ParquetFile(f).read(columns=[RECORD_KEY_COL]).column(RECORD_KEY_COL))
+                    kept = pc.is_in(stored, value_set=merged.column(RECORD_KEY_COL).combine_chunks())
+                    deletes = len(stored) - int(pc.sum(kept).as_py() or 0)
+                commit_times = merged.column(COMMIT_TIME_COL)
+                from_logs = int(pc.sum(pc.greater(commit_times, pa.scalar(op["baseInstantTime"], commit_times.type)))
+                                .as_py() or 0)
                 log_size = int(op["metrics"].get("TOTAL_LOG_FILES_SIZE", 0))
                 stat = write_stat(
                     file_id=fid, path=rel(name), partition=part,
