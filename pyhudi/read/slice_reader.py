@@ -198,8 +198,9 @@ class FileSliceReader:
 
     # -- log records -------------------------------------------------------------------------------------------
     def log_records(self) -> Winners:
-        """The buffered log record of every key of the slice's logs (after all valid blocks). Blocks are decoded
-        in threads (the decoders release the GIL), at most a few ahead of the fold, which takes them in order."""
+        """The buffered log record of every key of the slice's logs (after all valid blocks). A large slice's
+        blocks are decoded by the read threads (the decoders release the GIL), at most a few ahead of the fold,
+        which takes them in order; a small slice's in this thread, consecutive data blocks of one schema as one."""
         spec = self.spec
         recs = LogRecords(spec.schema, spec.merge, self.where, spec.log_compact_rows)
         paths = [self._abs(p) for p in self.slice.log_files]
