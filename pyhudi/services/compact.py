@@ -131,7 +131,7 @@ def _compact_task(spec: ReadSpec, instant: str, parquet_options: dict[str, str],
                 base = rel(op["dataFilePath"]) if op["dataFilePath"] else None
                 logs = tuple(rel(n) for n in op["deltaFilePaths"])
                 # the slice's size, as the plan gives it (0: unknown), chooses how it is read
-                size = int(float(op.get("metrics", {}).get("TOTAL_IO_READ_MB", 0.0)) * (1 << 20))
+                size = int(float((op.get("metrics") or {}).get("TOTAL_IO_READ_MB") or 0.0) * (1 << 20))
                 merged = FileSliceReader(spec, SliceSpec(part, fid, base, logs, size)).read()
                 part_id, token = task_ids()
                 name = filenames.make_base_file_name(fid, token, instant)
