@@ -157,13 +157,11 @@ def _runs(blocks: Iterable[LogBlock], join: bool) -> Iterator[list[LogBlock]]:
     together: the merge takes their records in the same order either way."""
     run: list[LogBlock] = []
     for b in blocks:
-        if join and b.block_type == BlockType.AVRO_DATA and (not run or b.schema == run[0].schema):
-            run.append(b)
-            continue
-        if run:
+        joins = join and b.block_type == BlockType.AVRO_DATA
+        if run and not (joins and b.schema == run[0].schema):
             yield run
             run = []
-        if join and b.block_type == BlockType.AVRO_DATA:
+        if joins:
             run.append(b)
         else:
             yield [b]
@@ -228,9 +226,14 @@ class FileSliceReader:
         finally:
             for b in run:
                 b.release()
-        if self._wanted is not None:
-            block = block.filter(pc.is_in(block.column(RECORD_KEY_COL), value_set=self._wanted))
+        block = self._wanted_rows(block)
         return "data", block, conform(block, spec.schema, f"{wheres[0]} and the {len(run) - 1} data blocks after it")
+
+    def _wanted_rows(self, block: pa.Table) -> pa.Table:
+        """A decoded data block's records of the wanted keys (a point read), or all."""
+        if self._wanted is None:
+            return block
+        return block.filter(pc.is_in(block.column(RECORD_KEY_COL), value_set=self._wanted))
 
     def _decode(self, b: LogBlock) -> tuple[str, Any, Any]:
         spec = self.spec
@@ -240,9 +243,7 @@ class FileSliceReader:
                 if self._wanted is not None:
                     entries = entries.filter(pc.is_in(entries.keys, value_set=self._wanted))
                 return "delete", entries, None
-            block = b.records(spec.storage)
-            if self._wanted is not None:
-                block = block.filter(pc.is_in(block.column(RECORD_KEY_COL), value_set=self._wanted))
+            block = self._wanted_rows(b.records(spec.storage))
             where = f"{b.path} (block at offset {b.offset})"
             sor = spec.schema_on_read
             if sor is None:
