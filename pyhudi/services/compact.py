@@ -35,7 +35,6 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from pyhudi import faults
 from pyhudi.io.storage import Storage
@@ -143,8 +142,8 @@ def _compact_task(spec: ReadSpec, instant: str, parquet_options: dict[str, str],
                 )
                 deletes = 0
                 if base is not None:  # the base file's keys the new one does not have
-                    with spec.storage.open_input(posixpath.join(spec.base_path, base)) as f:
-                        stored = pc.unique(pq.ParquetFile(f).read(columns=[RECORD_KEY_COL]).column(RECORD_KEY_COL))
+                    stored = pc.unique(base_file.read_base_file(spec.storage, posixpath.join(spec.base_path, base),
+                                                                columns=[RECORD_KEY_COL]).column(RECORD_KEY_COL))
                     kept = pc.is_in(stored, value_set=merged.column(RECORD_KEY_COL).combine_chunks())
                     deletes = len(stored) - int(pc.sum(kept).as_py() or 0)
                 commit_times = merged.column(COMMIT_TIME_COL)

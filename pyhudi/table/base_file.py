@@ -424,23 +424,26 @@ def read_base_file(
 ) -> pa.Table:
     """Read a base file (all columns, or ``columns``), optionally only the rows whose record key is in
     ``filter_keys`` (row groups are pruned by their key statistics)."""
-    storage.check_path(path, "read")
+    cols = list(columns) if columns is not None else None
+
+    def check(names: list[str]) -> None:
+        missing = [c for c in cols or () if c not in names]
+        if missing:
+            raise InvalidInputError(f"{path}: no column(s) {missing}")
+
     try:
+        if filter_keys is None:  # the file as it is: read directly (a dataset's set-up took as long as the read)
+            with storage.open_input(path) as f:
+                pf = pq.ParquetFile(f)
+                check(pf.schema_arrow.names)
+                return pf.read(columns=cols)
+        storage.check_path(path, "read")
         dataset = pads.dataset(path, filesystem=storage.fs, format="parquet")
-        flt = None
-        if filter_keys is not None:
-            keys = (
-                filter_keys if isinstance(filter_keys, pa.Array) else pa.array(list(filter_keys), pa.string())
-            )
-            if keys.type != pa.string():
-                keys = keys.cast(pa.string())
-            flt = pc.field(RECORD_KEY_COL).isin(keys)
-        cols = list(columns) if columns is not None else None
-        if cols is not None:
-            missing = [c for c in cols if c not in dataset.schema.names]
-            if missing:
-                raise InvalidInputError(f"{path}: no column(s) {missing}")
-        return dataset.to_table(columns=cols, filter=flt)
+        keys = filter_keys if isinstance(filter_keys, pa.Array) else pa.array(list(filter_keys), pa.string())
+        if keys.type != pa.string():
+            keys = keys.cast(pa.string())
+        check(dataset.schema.names)
+        return dataset.to_table(columns=cols, filter=pc.field(RECORD_KEY_COL).isin(keys))
     except FileNotFoundError as e:
         raise StorageError(f"file not found: {path}") from e
     except (pa.ArrowInvalid, pa.ArrowException) as e:
