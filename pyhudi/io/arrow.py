@@ -79,3 +79,22 @@ def unpack_strings(packed: bytes | pa.Buffer | pa.Scalar | None) -> pa.Array:
     if packed is None:
         return pa.array([], pa.string())
     return pa.ipc.open_stream(packed).read_next_batch().column(0)  # one batch: what pack_strings writes
+
+
+def constant_strings(value: str, n: int) -> pa.Array:
+    """A string array of ``n`` copies of ``value``, built from buffers (no Python list of ``n`` objects)."""
+    raw = value.encode("utf-8")
+    offsets = np.arange(n + 1, dtype=np.int64) * len(raw)
+    if offsets[-1] > np.iinfo(np.int32).max:
+        return pa.array([value] * n, pa.large_string()).cast(pa.string())  # fails as Arrow fails for > 2 GB
+    return pa.Array.from_buffers(
+        pa.string(), n, [None, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(raw * n)]
+    )
+
+
+def numbered_strings(prefix: str, start: int, n: int) -> pa.Array:
+    """``prefix + str(i)`` for i in ``start, start + 1, ..., start + n - 1`` as a string array."""
+    import pyarrow.compute as pc
+
+    numbers = pa.array(np.arange(start, start + n, dtype=np.int64)).cast(pa.string())
+    return pc.binary_join_element_wise(pa.scalar(prefix), numbers, "")

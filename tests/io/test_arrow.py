@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from pyhudi.io.arrow import pack_strings, unpack_strings
+from pyhudi.io.arrow import constant_strings, numbered_strings, pack_strings, unpack_strings
 
 
 @pytest.mark.parametrize("values", [[], ["a"], ["k1", "", "ключ-é", "x" * 10_000]])
@@ -27,3 +27,18 @@ def test_pack_slices_chunks_and_binary() -> None:
 def test_unpack_null_is_empty() -> None:
     assert unpack_strings(None).to_pylist() == []
     assert unpack_strings(pa.scalar(None, pa.binary())).to_pylist() == []
+
+
+@pytest.mark.parametrize("value", ["", "x", "20261126203922937", "é✓"])
+@pytest.mark.parametrize("n", [0, 1, 7])
+def test_constant_strings(value: str, n: int) -> None:
+    a = constant_strings(value, n)
+    a.validate(full=True)
+    assert a.type == pa.string() and a.to_pylist() == [value] * n
+
+
+def test_numbered_strings() -> None:
+    a = numbered_strings("i_3_", 98, 4)
+    a.validate(full=True)
+    assert a.to_pylist() == ["i_3_98", "i_3_99", "i_3_100", "i_3_101"]
+    assert numbered_strings("p", 0, 0).to_pylist() == []

@@ -17,6 +17,7 @@ from pyhudi.io.storage import Storage
 from pyhudi.table.base_file import (
     META_COLUMNS,
     ParquetOptions,
+    dictionary_columns,
     read_base_file,
     read_footer,
     write_base_file,
@@ -179,6 +180,50 @@ def test_empty_file(tmp_path: Path) -> None:
     assert read_base_file(storage, path).num_rows == 0
     f = read_footer(storage, path)
     assert f.num_rows == 0 and f.min_key is None and f.bloom_filter is not None
+
+
+def test_dictionary_where_it_pays(tmp_path: Path) -> None:
+    n = 3000
+    data = pa.table({
+        "txn_id": [f"TXN-{i:05d}" for i in range(n)],
+        "region": ["eu", "us", "apac"] * (n // 3),
+        "amount": pa.array([float(i) for i in range(n)]),
+        "qty": pa.array([i % 4 for i in range(n)], pa.int64()),
+        "flag": [i % 2 == 0 for i in range(n)],
+        "fee": pa.array([decimal.Decimal("0.50")] * n, pa.decimal128(10, 2)),
+        "empty": pa.nulls(n, pa.string()),
+    })
+    storage, path, _ = write(tmp_path, data)
+    with_meta = read_base_file(storage, path)
+    # unique keys, sequence numbers and amounts plain, as parquet-mr writes them; repeated values dictionary encoded
+    chosen = dictionary_columns(with_meta)
+    assert chosen == ["_hoodie_commit_time", "_hoodie_partition_path", "_hoodie_file_name", "region", "qty", "empty"]
+    md = pq.ParquetFile(path).metadata.row_group(0)
+    dict_cols = {md.column(i).path_in_schema for i in range(md.num_columns) if md.column(i).has_dictionary_page}
+    assert dict_cols == set(chosen)
+    assert read_base_file(storage, path).equals(with_meta)
+    assert dictionary_columns(pa.table({"s": pa.array([{"a": 1}]), "k": ["x"]})) is True
+    _, path2, _ = write(tmp_path, data.slice(0, 10), options={"hoodie.parquet.dictionary.enabled": "false"})
+    md2 = pq.ParquetFile(path2).metadata.row_group(0)
+    assert not any(md2.column(i).has_dictionary_page for i in range(md2.num_columns))
+
+
+def test_fixture_dictionary_choice(fixture_tables: dict[str, Path]) -> None:
+    # the columns Apache Hudi's parquet-mr writer dictionary encoded in the fixtures' small files are the ones chosen
+    same = n = 0
+    for base in fixture_tables.values():
+        for f in glob.glob(str(base / "**" / "*.parquet"), recursive=True):
+            if "/.hoodie/" in f:
+                continue
+            pf = pq.ParquetFile(f)
+            if pf.metadata.num_row_groups != 1 or pf.metadata.num_rows < 2:
+                continue
+            md = pf.metadata.row_group(0)
+            java = [md.column(i).path_in_schema for i in range(md.num_columns) if md.column(i).has_dictionary_page]
+            chosen = dictionary_columns(pf.read())
+            n += 1
+            same += chosen == java
+    assert n > 50 and same == n, (same, n)
 
 
 def test_fixture_footers(fixture_tables: dict[str, Path]) -> None:
