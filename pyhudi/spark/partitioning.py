@@ -62,13 +62,21 @@ def route_values(partition_ids: np.ndarray, n: int) -> pa.Array:
     return pa.array(partition_keys(n)[partition_ids], pa.int32())
 
 
+def group_runs(ids: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int, int]]]:
+    """The stable order sorting the integer array ``ids`` by value, and (id, start, end) of each value's run in
+    that order, ids ascending: one stable sort."""
+    if not len(ids):
+        return np.zeros(0, np.int64), []
+    order = np.argsort(ids, kind="stable")
+    ordered = ids[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]]).tolist()
+    ends = [*starts[1:], len(ordered)]
+    return order, [(int(ordered[lo]), lo, hi) for lo, hi in zip(starts, ends, strict=True)]
+
+
 def positions_by_group(ids: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
     """(id, the positions holding it) for each distinct value of the integer array ``ids`` (the bucket or file
     group of each row a task received), ids ascending, positions in their order: one stable sort."""
-    if not len(ids):
-        return
-    order = np.argsort(ids, kind="stable")
-    ordered = ids[order]
-    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
-    for lo, hi in zip(starts, np.r_[starts[1:], len(ordered)], strict=True):
-        yield int(ordered[lo]), order[lo:hi]
+    order, runs = group_runs(ids)
+    for gid, lo, hi in runs:
+        yield gid, order[lo:hi]

@@ -40,7 +40,14 @@ from pyhudi.io.arrow import binary_array, binary_buffers, constant_strings, numb
 from pyhudi.io.bloom import BloomFilter
 from pyhudi.io.storage import Storage
 from pyhudi.table.filenames import BaseFileName, FileNameError
-from pyhudi.table.schema import COMMIT_SEQNO_COL, COMMIT_TIME_COL, META_COLUMNS, RECORD_KEY_COL
+from pyhudi.table.schema import (
+    COMMIT_SEQNO_COL,
+    COMMIT_TIME_COL,
+    FILE_NAME_COL,
+    META_COLUMNS,
+    PARTITION_PATH_COL,
+    RECORD_KEY_COL,
+)
 
 DEFAULT_COMPRESSION_CODEC = str(C.PARQUET_COMPRESSION.default)
 # gzip level 1 writes about 6x faster than zlib's default level 6 for files ~4% larger
@@ -266,7 +273,11 @@ def java_min_max(record_keys: pa.Array) -> tuple[str, str]:
 
 
 #: rows of a column the dictionary decision looks at (parquet-mr decides at the first page)
-DICTIONARY_SAMPLE_ROWS = 1024
+DICTIONARY_SAMPLE_ROWS = 256
+#: meta columns whose choice is known: keys and sequence numbers are unique in a file, partition path and file
+#: name the same in every row
+_PLAIN_META = (RECORD_KEY_COL, COMMIT_SEQNO_COL)
+_DICTIONARY_META = (PARTITION_PATH_COL, FILE_NAME_COL)
 
 
 def dictionary_columns(table: pa.Table, sample_rows: int = DICTIONARY_SAMPLE_ROWS) -> list[str] | bool:
@@ -283,6 +294,10 @@ def dictionary_columns(table: pa.Table, sample_rows: int = DICTIONARY_SAMPLE_ROW
             return True
         if pa.types.is_boolean(t) or pa.types.is_null(t) or pa.types.is_fixed_size_binary(t) or pa.types.is_decimal(t):
             continue  # parquet-mr's v1 writer has no dictionary for booleans and fixed-length values (decimals)
+        if name in _PLAIN_META or name in _DICTIONARY_META:
+            if name in _DICTIONARY_META:
+                names.append(name)
+            continue
         sample = col.slice(0, sample_rows)
         values = sample.drop_null() if sample.null_count else sample
         n = len(values)

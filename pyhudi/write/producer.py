@@ -28,7 +28,7 @@ from pyhudi.io.storage import Storage
 from pyhudi.spark import cached
 from pyhudi.spark.errors import task_errors
 from pyhudi.spark.frames import held_rows, local_frame
-from pyhudi.spark.partitioning import ROUTE_COL, positions_by_group
+from pyhudi.spark.partitioning import ROUTE_COL, group_runs
 from pyhudi.table.commit_metadata import commit_metadata, write_stat
 from pyhudi.table.evolution import conform_array
 from pyhudi.table.filenames import make_file_id, new_file_id_prefix
@@ -612,8 +612,12 @@ def by_bucket(write: Callable[[pa.Table], pa.Table]) -> Callable[[Iterator[pa.Re
             if (ids == ids[0]).all():
                 held[int(ids[0])].append(b)
                 continue
-            for bucket, rows in positions_by_group(ids):
-                held[bucket].append(b.take(pa.array(rows)))
+            # one take per batch (its rows ordered by bucket), then a zero-copy slice per bucket: a take per
+            # bucket and batch cost a merge-on-read upsert's tasks 0.7 ms per file group
+            order, runs = group_runs(ids)
+            ordered = b.take(pa.array(order))
+            for bucket, lo, hi in runs:
+                held[bucket].append(ordered.slice(lo, hi - lo))
         for bucket in sorted(held):
             yield from write(pa.Table.from_batches(held.pop(bucket))).to_batches()
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pyhudi.spark.partitioning import partition_keys, positions_by_group, spark_hash_int
+from pyhudi.spark.partitioning import group_runs, partition_keys, positions_by_group, spark_hash_int
 
 
 @pytest.mark.spark
@@ -44,3 +44,14 @@ def test_positions_by_group() -> None:
     got = [(g, list(p)) for g, p in positions_by_group(np.array([3, 1, 3, 0, 1, 3]))]
     assert got == [(0, [3]), (1, [1, 4]), (3, [0, 2, 5])]
     assert list(positions_by_group(np.array([], np.int64))) == []
+
+
+def test_group_runs() -> None:
+    import numpy as np
+
+    ids = np.array([3, 1, 3, 0, 1, 3])
+    order, runs = group_runs(ids)
+    assert runs == [(0, 0, 1), (1, 1, 3), (3, 3, 6)]
+    assert list(ids[order]) == [0, 1, 1, 3, 3, 3] and list(order) == [3, 1, 4, 0, 2, 5]  # stable
+    order, runs = group_runs(np.array([], np.int64))
+    assert len(order) == 0 and runs == []
