@@ -11,7 +11,8 @@ Then the reads: a merge-on-read table given the same upserts with inline compact
 deltacommits) is read in full through Spark (``Table.read(spark)`` written to Spark's ``noop`` sink), compacted
 (``Table.compact``: compaction throughput in rows/s), and read again.
 
-Prints one JSON object and stores it in benchmarks/results/mor.json (``--out``).
+``--no-reads`` skips the reads and the compaction. Prints one JSON object and stores it in
+benchmarks/results/mor.json (``--out``).
 """
 
 from __future__ import annotations
@@ -141,6 +142,7 @@ def main() -> None:
     ap.add_argument("--upserts", type=int, default=5)
     ap.add_argument("--no-delta", action="store_true")
     ap.add_argument("--no-cow", action="store_true")
+    ap.add_argument("--no-reads", action="store_true", help="skip the snapshot reads and the compaction")
     ap.add_argument("--mor-option", action="append", default=[], metavar="KEY=VALUE",
                     help="an extra option of the merge-on-read tables' writes (repeatable)")
     ap.add_argument("--work-dir", default=None)
@@ -149,7 +151,6 @@ def main() -> None:
 
     from pyhudi.bench.peers import store_result
     from pyhudi.spark.session import get_spark
-    from pyhudi.table.table import Table
 
     work = tempfile.mkdtemp(prefix="bench-mor-", dir=a.work_dir)
     try:
@@ -168,23 +169,8 @@ def main() -> None:
         if not a.no_delta:
             result["delta"] = delta_run(work, dirs)
             shutil.rmtree(os.path.join(work, "delta"), ignore_errors=True)
-        # reads: the same upserts, no inline compaction
-        opts = hudi_options("MERGE_ON_READ", {**mor_extra, "hoodie.compact.inline": "false"})
-        reads = hudi_run(spark, work, "mor_uncompacted", opts, dirs)
-        path = reads.pop("path")
-        table = Table.open(path)
-        total = table.read(spark).count()
-        reads["read_uncompacted_s"] = full_read_s(spark, path)
-        t0 = time.perf_counter()
-        done = Table.open(path).compact(spark=spark)
-        compact_s = time.perf_counter() - t0
-        reads["compaction_s"] = round(compact_s, 2)
-        reads["compactions"] = len(done)
-        reads["compaction_rows_per_s"] = round(total / compact_s)
-        reads["read_compacted_s"] = full_read_s(spark, path)
-        reads["read_uncompacted_over_compacted"] = round(reads["read_uncompacted_s"] / reads["read_compacted_s"], 3)
-        reads["rows"] = total
-        result["mor_reads"] = reads
+        if not a.no_reads:
+            result["mor_reads"] = reads_run(spark, work, mor_extra, dirs)
         spark.stop()
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -195,6 +181,28 @@ def main() -> None:
     if "delta" in result and "mor" in result:
         result["delta_over_mor_steady"] = round(result["delta"]["steady_median_s"] / result["mor"]["steady_median_s"], 2)
     store_result(result, a.out)
+
+
+def reads_run(spark: Any, work: str, mor_extra: dict[str, str], dirs: list[str]) -> dict[str, Any]:
+    """A merge-on-read table given the same upserts without inline compaction: read, compacted, read again."""
+    from pyhudi.table.table import Table
+
+    opts = hudi_options("MERGE_ON_READ", {**mor_extra, "hoodie.compact.inline": "false"})
+    reads = hudi_run(spark, work, "mor_uncompacted", opts, dirs)
+    path = reads.pop("path")
+    table = Table.open(path)
+    total = table.read(spark).count()
+    reads["read_uncompacted_s"] = full_read_s(spark, path)
+    t0 = time.perf_counter()
+    done = Table.open(path).compact(spark=spark)
+    compact_s = time.perf_counter() - t0
+    reads["compaction_s"] = round(compact_s, 2)
+    reads["compactions"] = len(done)
+    reads["compaction_rows_per_s"] = round(total / compact_s)
+    reads["read_compacted_s"] = full_read_s(spark, path)
+    reads["read_uncompacted_over_compacted"] = round(reads["read_uncompacted_s"] / reads["read_compacted_s"], 3)
+    reads["rows"] = total
+    return reads
 
 
 if __name__ == "__main__":

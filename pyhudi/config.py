@@ -204,7 +204,10 @@ PARQUET_BLOCK_SIZE = Option(
 PARQUET_PAGE_SIZE = Option(
     "hoodie.parquet.page.size", str(1024 * 1024), "Parquet page size, bytes.", section=_FILE)
 PARQUET_DICTIONARY_ENABLED = Option(
-    "hoodie.parquet.dictionary.enabled", "true", "Dictionary-encode parquet columns.", section=_FILE)
+    "hoodie.parquet.dictionary.enabled", "true",
+    "Dictionary-encode parquet columns: each column chunk whose dictionary pays (the dictionary and its ids "
+    "smaller than the plain values, estimated on its first values, as parquet-mr decides it); false: none.",
+    section=_FILE)
 PARQUET_COMPRESSION_LEVEL = Option(
     "pyhudi.parquet.compression.level", None,
     "Codec level of base files (default: 1 for gzip, which writes ~6x faster than level 6 for files ~4% "
