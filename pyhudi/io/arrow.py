@@ -81,15 +81,24 @@ def unpack_strings(packed: bytes | pa.Buffer | pa.Scalar | None) -> pa.Array:
     return pa.ipc.open_stream(packed).read_next_batch().column(0)  # one batch: what pack_strings writes
 
 
-def constant_strings(value: str, n: int) -> pa.Array:
-    """A string array of ``n`` copies of ``value``, built from buffers (no Python list of ``n`` objects)."""
+def constant_strings(value: str, n: int) -> pa.Array | pa.ChunkedArray:
+    """A string array of ``n`` copies of ``value``, built from buffers (no Python list of ``n`` objects); chunked
+    when the copies exceed one string array's 2 GiB of data."""
     raw = value.encode("utf-8")
-    offsets = np.arange(n + 1, dtype=np.int64) * len(raw)
-    if offsets[-1] > np.iinfo(np.int32).max:
-        return pa.array([value] * n, pa.large_string()).cast(pa.string())  # fails as Arrow fails for > 2 GB
-    return pa.Array.from_buffers(
-        pa.string(), n, [None, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(raw * n)]
-    )
+    per_chunk = n if not raw else min(n, _MAX_STRING_BYTES // len(raw))
+    if per_chunk >= n:
+        return _repeated(raw, n)
+    sizes = [per_chunk] * (n // per_chunk) + ([n % per_chunk] if n % per_chunk else [])
+    return pa.chunked_array([_repeated(raw, m) for m in sizes], pa.string())
+
+
+#: the data bytes one (32-bit offset) string array holds at most
+_MAX_STRING_BYTES = int(np.iinfo(np.int32).max)
+
+
+def _repeated(raw: bytes, n: int) -> pa.Array:
+    offsets = (np.arange(n + 1, dtype=np.int64) * len(raw)).astype(np.int32)
+    return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(raw * n)])
 
 
 def numbered_strings(prefix: str, start: int, n: int) -> pa.Array:

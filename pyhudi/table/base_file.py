@@ -298,6 +298,10 @@ def dictionary_columns(table: pa.Table, sample_rows: int = DICTIONARY_SAMPLE_ROW
             if name in _DICTIONARY_META:
                 names.append(name)
             continue
+        variable = pa.types.is_binary(t) or pa.types.is_string(t)
+        if not variable and not (pa.types.is_primitive(t) and t.bit_width % 8 == 0):
+            names.append(name)  # any other type (an extension type, say): dictionary, as Arrow's default
+            continue
         sample = col.slice(0, sample_rows)
         values = sample.drop_null() if sample.null_count else sample
         n = len(values)
@@ -307,14 +311,11 @@ def dictionary_columns(table: pa.Table, sample_rows: int = DICTIONARY_SAMPLE_ROW
         distinct = pc.unique(values)
         d = len(distinct)
         ids = n * max(1, (d - 1).bit_length()) / 8
-        if pa.types.is_binary(t) or pa.types.is_string(t):
+        if variable:
             raw = _value_bytes(values) + 4 * n
             dict_bytes = _value_bytes(distinct) + 4 * d
-        elif pa.types.is_primitive(t):
-            raw, dict_bytes = t.byte_width * n, t.byte_width * d
         else:
-            names.append(name)
-            continue
+            raw, dict_bytes = t.byte_width * n, t.byte_width * d
         if dict_bytes + ids < raw:
             names.append(name)
     return names

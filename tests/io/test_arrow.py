@@ -42,3 +42,13 @@ def test_numbered_strings() -> None:
     a.validate(full=True)
     assert a.to_pylist() == ["i_3_98", "i_3_99", "i_3_100", "i_3_101"]
     assert numbered_strings("p", 0, 0).to_pylist() == []
+
+
+def test_constant_strings_chunked_past_one_array(monkeypatch: pytest.MonkeyPatch) -> None:
+    import pyhudi.io.arrow as arrow_mod
+
+    monkeypatch.setattr(arrow_mod, "_MAX_STRING_BYTES", 10)  # 3 copies of a 3-byte value per chunk
+    a = constant_strings("abc", 7)
+    assert isinstance(a, pa.ChunkedArray) and [len(c) for c in a.chunks] == [3, 3, 1]
+    assert a.to_pylist() == ["abc"] * 7
+    assert constant_strings("", 5).to_pylist() == [""] * 5

@@ -208,6 +208,22 @@ def test_dictionary_where_it_pays(tmp_path: Path) -> None:
     assert not any(md2.column(i).has_dictionary_page for i in range(md2.num_columns))
 
 
+def test_dictionary_choice_for_other_types() -> None:
+    n = 40
+    t = pa.table({
+        "ts": pa.array([dt.datetime(2024, 1, 1)] * n, pa.timestamp("us", "UTC")),
+        "d": pa.array([dt.date(2024, 1, 1) + dt.timedelta(days=i) for i in range(n)]),
+        "u": pa.array([bytes([i]) * 16 for i in range(n)], pa.uuid()),
+        "nothing": pa.nulls(n),
+        "chunked": pa.chunked_array([["é✓"] * 3, ["x"] * (n - 2)]).slice(1),
+    })
+    # repeated timestamps and strings dictionary, distinct dates plain, an extension type left to Arrow's default
+    assert dictionary_columns(t) == ["ts", "u", "chunked"]
+    assert dictionary_columns(t.slice(0, 0)) == ["ts", "d", "u", "chunked"]
+    empty = pa.table({"s": pa.chunked_array([], pa.string())})
+    assert dictionary_columns(empty) == ["s"]
+
+
 def test_fixture_dictionary_choice(fixture_tables: dict[str, Path]) -> None:
     # the columns Apache Hudi's parquet-mr writer dictionary encoded in the fixtures' small files are the ones chosen
     same = n = 0

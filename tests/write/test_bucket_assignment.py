@@ -111,3 +111,35 @@ def test_literal_maps_and_joins_write_the_same_file_groups(spark, tmp_path: Path
     joined = _run(spark, str(tmp_path / "joined"))
     assert literal == joined
     assert len(literal[0]["d"]) > 2  # the inserts of d went to several new file groups
+
+
+def test_by_bucket_gathers_each_bucket_in_input_order() -> None:
+    """A write task's batches, interleaving buckets (and one batch of a single bucket), reach the bucket writer one
+    bucket at a time, buckets ascending, each bucket's rows in the order they arrived."""
+    import pyarrow as pa
+
+    from pyhudi.write.executor import BUCKET_COL
+
+    rng = random.Random(7)
+    batches, expected = [], defaultdict(list)
+    n = 0
+    for size in (50, 1, 0, 80, 30):
+        ids = [rng.choice([4, 0, 9, 2]) for _ in range(size)]
+        batches.append(pa.record_batch({"v": list(range(n, n + size)), BUCKET_COL: pa.array(ids, pa.int32())}))
+        for i, b in enumerate(ids):
+            expected[b].append(n + i)
+        n += size
+    batches.append(pa.record_batch({"v": [n, n + 1], BUCKET_COL: pa.array([2, 2], pa.int32())}))
+    expected[2] += [n, n + 1]
+    seen: list[tuple[int, list[int]]] = []
+
+    def write(t: pa.Table) -> pa.Table:
+        ids = set(t.column(BUCKET_COL).to_pylist())
+        assert len(ids) == 1
+        seen.append((ids.pop(), t.column("v").to_pylist()))
+        return pa.table({"n": [t.num_rows]})
+
+    out = list(producer.by_bucket(write)(iter(batches)))
+    assert [b for b, _ in seen] == sorted(expected)
+    assert dict(seen) == dict(expected)
+    assert sum(b.column(0)[0].as_py() for b in out) == n + 2
