@@ -6,6 +6,7 @@ from collections.abc import Iterable
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from pyhudi.errors import InvalidInputError
 
@@ -103,7 +104,5 @@ def _repeated(raw: bytes, n: int) -> pa.Array:
 
 def numbered_strings(prefix: str, start: int, n: int) -> pa.Array:
     """``prefix + str(i)`` for i in ``start, start + 1, ..., start + n - 1`` as a string array."""
-    import pyarrow.compute as pc
-
     numbers = pa.array(np.arange(start, start + n, dtype=np.int64)).cast(pa.string())
     return pc.binary_join_element_wise(pa.scalar(prefix), numbers, "")

@@ -294,9 +294,10 @@ def dictionary_columns(table: pa.Table, sample_rows: int = DICTIONARY_SAMPLE_ROW
             return True
         if pa.types.is_boolean(t) or pa.types.is_null(t) or pa.types.is_fixed_size_binary(t) or pa.types.is_decimal(t):
             continue  # parquet-mr's v1 writer has no dictionary for booleans and fixed-length values (decimals)
-        if name in _PLAIN_META or name in _DICTIONARY_META:
-            if name in _DICTIONARY_META:
-                names.append(name)
+        if name in _DICTIONARY_META:
+            names.append(name)
+            continue
+        if name in _PLAIN_META:
             continue
         variable = pa.types.is_binary(t) or pa.types.is_string(t)
         if not variable and not (pa.types.is_primitive(t) and t.bit_width % 8 == 0):
@@ -323,12 +324,10 @@ def dictionary_columns(table: pa.Table, sample_rows: int = DICTIONARY_SAMPLE_ROW
 
 def _value_bytes(a: pa.Array | pa.ChunkedArray) -> int:
     """Bytes of the values of a string or binary array (offsets excluded)."""
-    chunks = a.chunks if isinstance(a, pa.ChunkedArray) else [a]
     total = 0
-    for c in chunks:
-        if len(c):
-            offs = np.frombuffer(c.buffers()[1], np.int32, len(c) + 1, c.offset * 4)
-            total += int(offs[-1] - offs[0])
+    for c in a.chunks if isinstance(a, pa.ChunkedArray) else [a]:
+        offsets = binary_buffers(c)[1]
+        total += int(offsets[-1] - offsets[0])
     return total
 
 
