@@ -57,3 +57,27 @@ def test_driver_java_options_of_short_jobs(monkeypatch) -> None:  # type: ignore
     assert local_driver_java_options(short_job=True) == "-Xss4m"
     monkeypatch.setenv(ENV_DRIVER_JAVA_OPTIONS, "")
     assert local_driver_java_options(short_job=True) == ""
+
+
+def test_local_session_reads_parquet_without_direct_buffers(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Spark's parquet reader with Hadoop's vectored reads holds a row group's column chunks in direct buffers
+    (kept by malloc once freed); a local session, whose driver JVM runs the tasks, reads without them."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from pyhudi.spark.session import PARQUET_VECTORED_IO_CONF
+
+    if not spark.sparkContext.master.startswith("local["):
+        pytest.skip("set for local masters only (their driver JVM runs the tasks)")
+    assert spark.sparkContext.getConf().get(PARQUET_VECTORED_IO_CONF) == "false"
+    rng = np.random.default_rng(5)
+    values = pa.array([bytes(v).hex() for v in rng.integers(0, 256, (100_000, 48), dtype=np.uint8)])
+    pq.write_table(pa.table({"v": values}), tmp_path / "one_row_group.parquet", compression="none")  # ~10 MB
+    jvm = spark.sparkContext._jvm
+    pools = jvm.java.lang.management.ManagementFactory.getPlatformMXBeans(
+        jvm.java.lang.Class.forName("java.lang.management.BufferPoolMXBean"))
+    direct = next(pools.get(i) for i in range(pools.size()) if pools.get(i).getName() == "direct")
+    before = direct.getMemoryUsed()
+    spark.read.parquet(str(tmp_path)).write.format("noop").mode("overwrite").save()
+    assert direct.getMemoryUsed() - before < 4 << 20
