@@ -202,7 +202,10 @@ class FileSliceReader:
         spec = self.spec
         recs = LogRecords(spec.schema, spec.merge, self.where, spec.log_compact_rows)
         paths = [self._abs(p) for p in self.slice.log_files]
-        blocks = scan_log_blocks(spec.storage, paths, spec.instants, load_content=False, on_compacted="refuse")
+        # a small slice's block contents are read while each log file is open; a large slice's are read when
+        # decoded (at most a few blocks' contents held at a time), each by opening its file again
+        blocks = scan_log_blocks(spec.storage, paths, spec.instants, load_content=not self._threaded,
+                                 on_compacted="refuse")
         if self._threaded:
             decoded = prefetch((lambda blk=blk: self._decode(blk)) for blk in blocks)
         else:
