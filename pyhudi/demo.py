@@ -1,7 +1,9 @@
 """``make demo``: generate sample data, write it to a table, upsert into it, print a summary.
 
 Sample records have random UUID keys and ``YYYY/MM/DD`` partitions (nested paths), an event-time column for
-ordering, and a few payload columns. Runs on local Spark; the table lands in ``demo-data/trips``.
+ordering, and a few payload columns. Runs on local Spark: the first batch is saved as a parquet file
+(``demo-data/input``, data as it usually arrives) and loaded with Spark's reader, the second is a DataFrame made
+from Arrow in the driver; the table lands in ``demo-data/trips``.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import time
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 
 def sample(n: int, rng: np.random.Generator, days: int = 30) -> pa.Table:
@@ -41,7 +44,9 @@ def main() -> int:
 
     out = os.path.abspath(os.environ.get("PYHUDI_DEMO_DIR", "demo-data"))
     base = os.path.join(out, "trips")
+    inp = os.path.join(out, "input")
     shutil.rmtree(base, ignore_errors=True)
+    shutil.rmtree(inp, ignore_errors=True)
     n = int(os.environ.get("PYHUDI_DEMO_ROWS", "200000"))
     rng = np.random.default_rng(7)
     print(f"starting Spark (local) and writing {n} sample rows to {base}", flush=True)
@@ -56,7 +61,11 @@ def main() -> int:
         "hoodie.table.ordering.fields": "ts",
     }
     t = Table.create(base, first.schema, opts)
-    r1 = t.write(spark.createDataFrame(first), "bulk_insert", opts)
+    # read by Spark's tasks from a file: a DataFrame of 200k rows made from Arrow in the driver is a local relation
+    # the write caches first (the first write took 1.2-1.4 s longer that way)
+    os.makedirs(inp)
+    pq.write_table(first, os.path.join(inp, "part-0.parquet"))
+    r1 = t.write(spark.read.parquet(inp), "bulk_insert", opts)
     print(f"bulk_insert  {r1.instant}: {r1.inserted} inserted into {r1.files_written} files "
           f"in {r1.partitions} partitions ({r1.timings['total']:.1f}s)", flush=True)
     m = max(1, n // 10)
