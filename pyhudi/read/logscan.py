@@ -112,8 +112,8 @@ def scan_log_blocks(
                 if load_content:
                     _ = b.content
                 queued.append(b)
-            for b in queued:
-                if b.path == path and not load_content:
+            for b in queued:  # the file closes: its blocks keep their loaded content, and read again by path
+                if b.path == path:
                     b.detach()
     blocks = [b for b in queued if not b.is_corrupt]
     superseded = {t for b in blocks for t in b.compacted_block_times}
