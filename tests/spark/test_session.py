@@ -60,8 +60,8 @@ def test_driver_java_options_of_short_jobs(monkeypatch) -> None:  # type: ignore
 
 
 def test_local_session_reads_parquet_without_direct_buffers(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    """Spark's parquet reader with Hadoop's vectored reads holds a row group's column chunks in direct buffers
-    (kept by malloc once freed); a local session, whose driver JVM runs the tasks, reads without them."""
+    """Spark's parquet reader with Hadoop's vectored reads holds a row group's column chunks in direct buffers,
+    outside the heap; a local session, whose driver JVM runs the tasks, reads without them."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.parquet as pq
