@@ -410,16 +410,24 @@ PACKED_KEYS_SCHEMA = pa.schema([(_KEYS_COL, pa.binary()), (_LOC_COL, pa.int32())
 _INSERTED_ROWS_SCHEMA = pa.schema([("partition", pa.string()), ("file_id", pa.string()), ("key", pa.string())])
 
 
+def _explode_packed(batches: Iterator[pa.RecordBatch], packed: str,
+                    carried: Sequence[str]) -> Iterator[pa.RecordBatch]:
+    """Rows with a column of packed keys (:func:`pyhudi.io.arrow.pack_strings`) -> one row per key: ``key``, then
+    the ``carried`` columns' value of its row, repeated; rows without keys give none."""
+    for b in batches:
+        col, others = b.column(packed), [b.column(c) for c in carried]
+        for i in range(b.num_rows):
+            keys = unpack_strings(col[i])
+            if len(keys):
+                yield pa.RecordBatch.from_arrays([keys, *(pa.repeat(o[i], len(keys)) for o in others)],
+                                                 names=["key", *carried])
+
+
 def _inserted_key_rows(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """WriteStatus rows (partition, file id, packed inserted keys) -> one row per key (:data:`_INSERTED_ROWS_SCHEMA`;
     a mapInArrow function, and the driver's unpacking)."""
-    for b in batches:
-        parts, fids, packed = b.column("partition"), b.column("file_id"), b.column("inserted_keys")
-        for i in range(b.num_rows):
-            keys = unpack_strings(packed[i])
-            if len(keys):
-                yield pa.RecordBatch.from_arrays([pa.repeat(parts[i], len(keys)), pa.repeat(fids[i], len(keys)), keys],
-                                                 names=["partition", "file_id", "key"])
+    for b in _explode_packed(batches, "inserted_keys", ["partition", "file_id"]):
+        yield b.select(_INSERTED_ROWS_SCHEMA.names)
 
 
 def inserted_keys_task(n: int, partitions: int, locations: list[tuple[str, str]]):
@@ -454,14 +462,7 @@ def inserted_keys_task(n: int, partitions: int, locations: list[tuple[str, str]]
 
 def _unpacked(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """Rows (key, location index, file group) from :data:`PACKED_KEYS_SCHEMA` rows."""
-    for b in batches:
-        locs, fgs = b.column(_LOC_COL).to_numpy(), b.column(_FG_COL).to_numpy()
-        packed = b.column(_KEYS_COL)
-        for i in range(b.num_rows):
-            keys = unpack_strings(packed[i])
-            yield pa.RecordBatch.from_arrays(
-                [keys, pa.array(np.full(len(keys), locs[i], np.int32)), pa.array(np.full(len(keys), fgs[i], np.int32))],
-                names=["key", _LOC_COL, _FG_COL])
+    return _explode_packed(batches, _KEYS_COL, [_LOC_COL, _FG_COL])
 
 
 #: the size at which the record-index job of a commit that only inserts keys cuts the Arrow batches of packed keys
