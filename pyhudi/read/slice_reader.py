@@ -57,12 +57,14 @@ class SliceSpec:
     file_id: str
     base_file: str | None
     log_files: tuple[str, ...] = ()
-    size: int = 0
+    size: int = 0  # the slice's bytes, base and log files
+    base_size: int = 0  # the base file's bytes (0: no base file, or not known)
 
     @staticmethod
     def of(fs: FileSlice) -> SliceSpec:
         logs = tuple(lf.relative_path for lf in fs.log_files if not lf.name.cdc)
-        return SliceSpec(fs.partition, fs.file_id, fs.base_file_path, logs, fs.total_size)
+        return SliceSpec(fs.partition, fs.file_id, fs.base_file_path, logs, fs.total_size,
+                         fs.base_file.size if fs.base_file else 0)
 
 
 @dataclass(frozen=True)

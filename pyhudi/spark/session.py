@@ -129,6 +129,14 @@ def get_spark(
         from pyhudi.spark.cds import driver_java_options
 
         java_options = f"{java_options} {driver_java_options(java, java_version(java))}".strip()
+    if data_source:
+        # the rule that hands Spark's parquet reader the scans it reads exactly (pyhudi/spark/native.py); loaded
+        # by Spark's class loader, not the JVM's class path, which the class-data archive is built for
+        from pyhudi.spark.native import jar_path
+
+        jar = jar_path()
+        if jar:
+            builder = builder.config("spark.jars", jar)
     if java_options:  # PYSPARK_SUBMIT_ARGS' --driver-java-options, if given, replaces them
         builder = builder.config("spark.driver.extraJavaOptions", java_options)
     spark = builder.getOrCreate()

@@ -56,6 +56,22 @@ def same(df: Any, theirs: pa.Table, cols: list[str] | None = None) -> None:
     assert rows(ours, cols) == rows(theirs, cols)
 
 
+@pytest.fixture(params=["spark_parquet", "python"])
+def reader(request: pytest.FixtureRequest, spark: Any) -> Any:
+    """Both readers of the source: Spark's parquet reader for the scans it can read (pyhudi's rule, the default
+    session's), and the Python source alone."""
+    from pyhudi.spark.native import planner_of, uninstall
+    from pyhudi.spark.source import register
+
+    assert planner_of(spark) is not None, "the default session has pyhudi's rule"
+    if request.param == "python":
+        uninstall(spark)
+    try:
+        yield request.param
+    finally:
+        register(spark)
+
+
 def load(spark: Any, base: str, **opts: str) -> Any:
     r = spark.read.format("hudi")
     for k, v in opts.items():
@@ -65,7 +81,7 @@ def load(spark: Any, base: str, **opts: str) -> Any:
 
 # -- every fixture, every query type ----------------------------------------------------------------------------
 @pytest.mark.parametrize("zip_name", ALL)
-def test_query_types_match_hudi_rs(spark, zip_name: str, tables: dict[str, str]) -> None:  # type: ignore[no-untyped-def]
+def test_query_types_match_hudi_rs(spark, reader, zip_name: str, tables: dict[str, str]) -> None:  # type: ignore[no-untyped-def]
     base = tables[zip_name]
     same(load(spark, base), hudi_rs(base))
     ro = HudiReadOptions().with_hudi_option("hoodie.read.use.read_optimized.mode", "true")
@@ -85,7 +101,7 @@ def test_query_types_match_hudi_rs(spark, zip_name: str, tables: dict[str, str])
 
 @pytest.mark.parametrize("zip_name", ["cow_v9_txns_simple_meta.zip", "mor_v9_txns_simple_meta.zip",
                                       "cow_v9_txns_complex_meta.zip"])
-def test_filters_and_projections_match_hudi_rs(spark, zip_name: str, tables: dict[str, str]) -> None:  # type: ignore[no-untyped-def]
+def test_filters_and_projections_match_hudi_rs(spark, reader, zip_name: str, tables: dict[str, str]) -> None:  # type: ignore[no-untyped-def]
     base = tables[zip_name]
     theirs = hudi_rs(base)
     df = load(spark, base)
@@ -176,7 +192,7 @@ def written(spark, tmp_path_factory: pytest.TempPathFactory) -> str:  # type: ig
     return base
 
 
-def test_written_table_pruning_and_results(spark, written: str) -> None:  # type: ignore[no-untyped-def]
+def test_written_table_pruning_and_results(spark, reader, written: str) -> None:  # type: ignore[no-untyped-def]
     base = written
     theirs = hudi_rs(base)
     assert theirs.num_rows == 400

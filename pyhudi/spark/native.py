@@ -1,0 +1,279 @@
+"""Spark's own parquet reader for the scans it can read exactly, from the base files pyhudi plans.
+
+PySpark's Python data sources get no column pruning and read through Python workers; for a copy-on-write snapshot
+(or time travel) or a read-optimized query, Spark's vectorized parquet reader reads the same rows from the same
+base files, reading only the columns the query uses. pyhudi's jar (Java sources in ``pyhudi/spark/java``, built
+here with the JDK's ``javac`` on first use) adds an optimizer rule to the session: a scan of pyhudi's source
+(``hudi`` / ``pyhudi``) that :meth:`Planner.describe` accepts becomes a scan of Spark's parquet file format over a
+file index whose listing asks :meth:`Planner.files` (this process, through Py4J's callback server) for the base
+files, pruned by partition, record key and column statistics from the metadata table, as the Python reader's
+plan is. The query's filters stay in the plan, so Spark evaluates every one of them on the rows it reads.
+
+A scan is handed over only when Spark reads its files as pyhudi does (:func:`refusal`): no log file is merged, the
+files are on the local filesystem (which every JVM of a local session reaches), the table does not map columns by
+field id (schema-on-read evolution), keeps its partition columns and meta columns in the files, and every column
+read has a type Spark's parquet reader and pyhudi read alike. Anything else is read by the Python source.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import decimal
+import functools
+import hashlib
+import json
+import logging
+import os
+import posixpath
+import shutil
+import subprocess
+import tempfile
+import threading
+import weakref
+import zipfile
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import pyarrow as pa
+
+from pyhudi import config as C
+from pyhudi.errors import ConfigError
+from pyhudi.read.filters import Pred
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
+
+RULE_CLASS = "org.pyhudi.spark.HudiScanRule"
+_SOURCES = Path(__file__).parent / "java"
+ENV_JAR_CACHE = "PYHUDI_JAR_CACHE"
+
+
+def _java_sources() -> list[Path]:
+    return sorted(_SOURCES.rglob("*.java"))
+
+
+def _spark_jars() -> Path:
+    import pyspark
+
+    return Path(pyspark.__file__).parent / "jars"
+
+
+def _cache_dir() -> Path:
+    given = os.environ.get(ENV_JAR_CACHE)
+    if given:
+        return Path(given)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "pyhudi"
+
+
+@functools.cache
+def jar_path() -> str | None:
+    """pyhudi's jar for this pyspark, compiled once (by the sources' digest) into ``~/.cache/pyhudi`` (or
+    ``$PYHUDI_JAR_CACHE``); None, with a log line, when no ``javac`` is found (then every scan is read by the
+    Python source)."""
+    import pyspark
+
+    digest = hashlib.sha256(pyspark.__version__.encode())
+    for src in _java_sources():
+        digest.update(src.name.encode())
+        digest.update(src.read_bytes())
+    target = _cache_dir() / f"pyhudi-spark-{digest.hexdigest()[:16]}.jar"
+    if target.exists():
+        return str(target)
+    home = os.environ.get("JAVA_HOME")
+    javac = os.path.join(home, "bin", "javac") if home else shutil.which("javac")
+    if not javac or not os.path.exists(javac):
+        log.info("pyhudi: no javac (a JDK) found: spark.read.format('hudi') reads every scan in Python")
+        return None
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+        classes = os.path.join(tmp, "classes")
+        cmd = [javac, "--release", "17", "-nowarn", "-cp", str(_spark_jars() / "*"), "-d", classes,
+               *map(str, _java_sources())]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        if r.returncode != 0:
+            raise ConfigError(f"compiling pyhudi's Spark classes failed ({' '.join(cmd[:2])} ...):\n{r.stderr}")
+        part = os.path.join(tmp, "out.jar")
+        with zipfile.ZipFile(part, "w", zipfile.ZIP_DEFLATED) as z:
+            z.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\n")
+            for root, _, names in os.walk(classes):
+                for n in sorted(names):
+                    full = os.path.join(root, n)
+                    z.write(full, os.path.relpath(full, classes))
+        os.replace(part, target)  # atomic: a concurrent build writes the same bytes
+    return str(target)
+
+
+# -- what Spark's reader can read exactly -------------------------------------------------------------------------
+def _type_ok(t: pa.DataType) -> bool:
+    """Whether Spark's parquet reader returns a column of this (table) type as pyhudi's reader does."""
+    if (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
+            or pa.types.is_large_binary(t) or pa.types.is_boolean(t) or pa.types.is_integer(t)
+            or pa.types.is_floating(t) or pa.types.is_decimal(t) or pa.types.is_date32(t)):
+        return True
+    if pa.types.is_timestamp(t):
+        return t.tz is not None  # a local timestamp would be read as an instant in the session's time zone
+    if pa.types.is_struct(t):
+        return all(_type_ok(t.field(i).type) for i in range(t.num_fields))
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return _type_ok(t.value_type)
+    if pa.types.is_map(t):
+        return _type_ok(t.key_type) and _type_ok(t.item_type)
+    return False
+
+
+def refusal(options: Mapping[str, str], columns: list[str]) -> tuple[str | None, str]:
+    """(None, the table's root URI for the JVM) when Spark's parquet reader can read the scan exactly; else
+    (why not, "")."""
+    from pyhudi.read import plan as read_plan
+    from pyhudi.spark.source import INCREMENTAL, SNAPSHOT, _path, query_type
+    from pyhudi.table.schema import resolve_schema, with_meta
+
+    if not C.bool_option(options, C.READ_SPARK_PARQUET):
+        return f"{C.READ_SPARK_PARQUET}=false", ""
+    qt = query_type(options)
+    if qt == INCREMENTAL:
+        return "an incremental query (records filtered by commit)", ""
+    table = read_plan.open_table(_path(options))
+    cfg = table.config
+    if qt == SNAPSHOT and not cfg.is_cow:
+        return "a merge-on-read snapshot (log files merged)", ""
+    if not table.storage.is_local:
+        return f"files on {table.storage.scheme} storage, which the JVM may not reach", ""
+    if not cfg.populate_meta_fields or cfg.drop_partition_columns:
+        return "meta or partition columns not stored in the files", ""
+    if cfg.base_file_format.strip().upper() != "PARQUET":
+        return f"base files in {cfg.base_file_format}", ""
+    tl = table.timeline()
+    as_of = read_plan.as_of_instant(table.base_path, C.AS_OF_INSTANT.get(options))
+    data, sor = resolve_schema(table.storage, table.base_path, cfg, tl, as_of=as_of)
+    if sor is not None:
+        return "schema-on-read evolution (columns matched by field id)", ""
+    schema = with_meta(data)
+    for name in columns:
+        i = schema.get_field_index(name)
+        if i < 0:
+            return f"column {name!r} is not the table's", ""
+        if not _type_ok(schema.field(i).type):
+            return f"column {name!r} of type {schema.field(i).type}", ""
+    return None, Path(table.base_path).as_uri()
+
+
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
+_DOMAINS: dict[str, Callable[[Any], Any]] = {
+    "str": str, "int": int, "bool": bool, "dec": decimal.Decimal,
+    "date": lambda days: _EPOCH.date() + _dt.timedelta(days=int(days)),
+    "ts": lambda micros: _EPOCH + _dt.timedelta(microseconds=int(micros)),
+}
+
+
+def _value(node: dict[str, Any]) -> Any:
+    t = node.get("t")
+    return None if t == "null" else _DOMAINS[str(t)](node["v"])
+
+
+def predicates(text: str) -> tuple[Pred, ...]:
+    """The JSON predicates of the JVM's file index (``org.pyhudi.spark.Predicates``) as :class:`Pred`."""
+    out = []
+    for col, op, *rest in json.loads(text):
+        value = None
+        if rest:
+            value = tuple(_value(v) for v in rest[0]) if op == "in" else _value(rest[0])
+        out.append(Pred(col, op, value))
+    return tuple(out)
+
+
+class Planner:
+    """The planner the JVM's rule and file index call back (``org.pyhudi.spark.HudiPlanner``). ``planned``: the
+    number of base files the latest listing returned (for tests and benchmarks)."""
+
+    def __init__(self) -> None:
+        self.planned: int | None = None
+        self.lock = threading.Lock()
+
+    def describe(self, options_json: str, columns_json: str) -> str:
+        from pyspark.sql.datasource import CaseInsensitiveDict
+
+        options = CaseInsensitiveDict(json.loads(options_json))
+        try:
+            why, root = refusal(options, list(json.loads(columns_json)))
+        except Exception as e:  # the Python source reads the scan and reports what is wrong
+            why, root = f"{type(e).__name__}: {e}", ""
+        if why is not None:
+            log.debug("pyhudi: %s is read by the Python source: %s", options.get("path"), why)
+            return json.dumps({"use": False, "why": why})
+        return json.dumps({"use": True, "root": root})
+
+    def files(self, options_json: str, predicates_json: str) -> str:
+        from pyspark.sql.datasource import CaseInsensitiveDict
+
+        from pyhudi.spark.source import plan_query
+
+        options = CaseInsensitiveDict(json.loads(options_json))
+        plan, _ = plan_query(options, predicates(predicates_json))
+        storage, base = plan.read.storage, plan.read.base_path
+        out = []
+        for sl in plan.slices:
+            if sl.base_file is None:
+                continue
+            path = posixpath.join(base, sl.base_file)
+            out.append([Path(path).as_uri(), sl.base_size or storage.status(path).size])
+        with self.lock:
+            self.planned = len(out)
+        return json.dumps(out)
+
+    class Java:
+        implements: ClassVar[list[str]] = ["org.pyhudi.spark.HudiPlanner"]
+
+
+_PLANNERS: weakref.WeakKeyDictionary[SparkSession, Planner] = weakref.WeakKeyDictionary()
+
+
+def rule_available(spark: SparkSession) -> bool:
+    """Whether the session's JVM has pyhudi's rule (its jar on the driver's class path)."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    try:
+        loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+        jvm.java.lang.Class.forName(RULE_CLASS, True, loader)
+    except Exception:
+        return False
+    return True
+
+
+def install(spark: SparkSession, names: list[str]) -> Planner | None:
+    """Add pyhudi's rule to ``spark``'s optimizer for the sources ``names``; the planner it calls back, or None
+    when the session's JVM has no pyhudi jar."""
+    from pyspark.java_gateway import ensure_callback_server_started
+
+    try:
+        sc = spark.sparkContext
+    except Exception:  # Spark Connect: no JVM here
+        return None
+    if not rule_available(spark):
+        return None
+    gw = sc._gateway
+    assert gw is not None and sc._jvm is not None
+    ensure_callback_server_started(gw)
+    planner = _PLANNERS.setdefault(spark, Planner())
+    arr = gw.new_array(sc._jvm.java.lang.String, len(names))
+    for i, n in enumerate(names):
+        arr[i] = n
+    sc._jvm.org.pyhudi.spark.HudiScanRule.install(spark._jsparkSession, planner, arr)
+    return planner
+
+
+def planner_of(spark: SparkSession) -> Planner | None:
+    """The planner :func:`install` gave ``spark`` (None: the rule is not installed)."""
+    return _PLANNERS.get(spark)
+
+
+def uninstall(spark: SparkSession) -> None:
+    """Take pyhudi's rule out of ``spark``'s optimizer: every scan is read by the Python source."""
+    if _PLANNERS.pop(spark, None) is not None:
+        jvm = spark.sparkContext._jvm
+        assert jvm is not None
+        jvm.org.pyhudi.spark.HudiScanRule.uninstall(spark._jsparkSession)

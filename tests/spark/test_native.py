@@ -1,0 +1,164 @@
+"""Spark's parquet reader for the scans it reads exactly (pyhudi's rule, ``pyhudi.spark.native``): which scans it
+takes, that they read only the base files pyhudi's planner prunes to (counted) and only the columns the query
+uses, and that the query's filters reach the planner as the predicates pyhudi prunes by."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from pyhudi import Table
+from pyhudi.read.filters import EQ, GE, GT, IN, IS_NULL, LE, LT, NOT_NULL, STARTS_WITH, Pred
+from pyhudi.spark.native import Planner, planner_of, predicates, refusal
+from pyhudi.spark.source import plan_query
+from tests.paths import TABLE_ZIPS_DIR
+from tests.support.fixtures import unzip_table
+from tests.support.mor_tables import MorTable, data
+
+pytestmark = pytest.mark.spark
+
+QT = "hoodie.datasource.query.type"
+OPTS = {
+    "hoodie.table.name": "nat",
+    "hoodie.datasource.write.recordkey.field": "id",
+    "hoodie.datasource.write.partitionpath.field": "dt",
+    "hoodie.table.ordering.fields": "ts",
+    "hoodie.index.type": "RECORD_INDEX",
+    "hoodie.metadata.record.index.enable": "true",
+    "hoodie.metadata.index.column.stats.enable": "true",
+}
+DAYS = ["2026-06-01", "2026-06-02", "2026-06-03", "2026-06-04"]
+
+
+@pytest.fixture(scope="module")
+def cow(spark, tmp_path_factory: pytest.TempPathFactory) -> str:  # type: ignore[no-untyped-def]
+    base = str(tmp_path_factory.mktemp("native") / "t")
+    n = 400
+    t = pa.table({
+        "id": [f"k{i:05d}" for i in range(n)],
+        "ts": pa.array([1] * n, pa.int64()),
+        "dt": [DAYS[i // 100] for i in range(n)],  # each day one file of 100 consecutive n
+        "n": pa.array(range(n), pa.int64()),
+        "v": pa.array([float(i) for i in range(n)], pa.float64()),
+    })
+    Table.create(base, t.schema, OPTS).write(spark.createDataFrame(t), "insert", OPTS)
+    return base
+
+
+def plan_text(df: Any) -> str:
+    return str(df._jdf.queryExecution().executedPlan().toString())
+
+
+def uses_spark_reader(df: Any) -> bool:
+    return "HudiFileIndex" in plan_text(df)
+
+
+def test_which_scans_spark_reads(spark, cow: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    r = spark.read.format("hudi")
+    first = Table.open(cow).timeline().completed_commits().first()
+    assert first is not None
+    assert uses_spark_reader(r.load(cow))
+    assert uses_spark_reader(spark.read.format("pyhudi").load(cow))
+    assert uses_spark_reader(spark.read.format("hudi").option(QT, "read_optimized").load(cow))
+    assert uses_spark_reader(spark.read.format("hudi").option("as.of.instant", first.requested_time).load(cow))
+    inc = (spark.read.format("hudi").option(QT, "incremental")
+           .option("hoodie.datasource.read.begin.instanttime", "0").load(cow))
+    assert not uses_spark_reader(inc) and inc.count() == 400
+    off = spark.read.format("hudi").option("pyhudi.read.spark.parquet", "false").load(cow)
+    assert not uses_spark_reader(off) and off.count() == 400
+    # merge-on-read: a snapshot merges log files (Python); a read-optimized query reads base files (Spark)
+    m = MorTable(tmp_path / "m")
+    m.commit(base={"fg1": [{"id": f"k{i:03d}", "ts": i} for i in range(20)]})
+    m.commit(logs={"fg1": [data({"id": "k010", "ts": 90})]})
+    snap = spark.read.format("hudi").load(m.base)
+    assert not uses_spark_reader(snap) and snap.where("id = 'k010'").collect()[0]["ts"] == 90
+    ro = spark.read.format("hudi").option(QT, "read_optimized").load(m.base)
+    assert uses_spark_reader(ro) and ro.where("id = 'k010'").collect()[0]["ts"] == 10
+    why, _ = refusal({"path": m.base}, ["id"])
+    assert why == "a merge-on-read snapshot (log files merged)"
+    why, root = refusal({"path": cow}, ["id", "n"])
+    assert why is None and root == Path(cow).as_uri()
+
+
+def test_only_used_columns_are_read(spark, cow: str) -> None:  # type: ignore[no-untyped-def]
+    df = spark.read.format("hudi").load(cow)
+    text = plan_text(df.groupBy().sum("v"))
+    assert "ReadSchema: struct<v:double>" in text, text
+    assert df.groupBy().sum("v").collect()[0][0] == sum(range(400))
+    assert df.count() == 400
+
+
+@pytest.mark.parametrize(("cond", "preds", "files"), [
+    ("dt = '2026-06-02'", [Pred("dt", EQ, "2026-06-02")], 1),
+    ("id = 'k00250'", [Pred("id", EQ, "k00250")], 1),
+    ("id in ('k00001', 'k00399', 'nope')", [Pred("id", IN, ("k00001", "k00399", "nope"))], 2),
+    ("n >= 120 and n < 130", [Pred("n", GE, 120), Pred("n", LT, 130)], 1),
+    ("130 > n", [Pred("n", LT, 130)], 2),
+    ("v is null", [Pred("v", IS_NULL)], 0),
+    ("n > 1000 or n < 3", [], 4),  # a disjunction prunes nothing here; Spark filters the rows
+])
+def test_listing_is_pruned_by_the_planner(spark, cow: str, cond: str, preds: list[Pred],  # type: ignore[no-untyped-def]
+                                          files: int) -> None:
+    planner = planner_of(spark)
+    assert planner is not None
+    df = spark.read.format("hudi").load(cow).where(cond)
+    got = sorted(r["id"] for r in df.collect())
+    assert planner.planned == files
+    _, rep = plan_query({"path": cow}, tuple(preds))
+    assert rep.files_read == files
+    full = spark.read.format("hudi").option("pyhudi.read.spark.parquet", "false").load(cow).where(cond)
+    assert got == sorted(r["id"] for r in full.collect())
+
+
+def test_typed_filters_reach_the_planner(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Dates, decimals and timestamps in SQL become the predicates pyhudi prunes by: the files Spark lists are
+    those pyhudi plans for the same predicates (the fixture has column statistics of these types)."""
+    base = str(unzip_table("cow_v9_txns_simple_meta.zip", tmp_path))
+    planner = planner_of(spark)
+    assert planner is not None
+    df = spark.read.format("hudi").load(base)
+    when = dt.datetime(2024, 1, 20, tzinfo=dt.UTC)
+    cases = [
+        ("txn_date >= date'2024-01-20'", (Pred("txn_date", GE, dt.date(2024, 1, 20)),)),
+        ("amount < 100", (Pred("amount", LT, decimal.Decimal("100")),)),
+        ("txn_datetime <= timestamp'2024-01-20 00:00:00'", (Pred("txn_datetime", LE, when),)),
+        ("currency = 'EUR'", (Pred("currency", EQ, "EUR"),)),
+    ]
+    for cond, preds in cases:
+        n = df.where(cond).count()
+        _, rep = plan_query({"path": base}, preds)
+        assert planner.planned == rep.files_read < rep.files_total, cond
+        off = spark.read.format("hudi").option("pyhudi.read.spark.parquet", "false").load(base)
+        assert n == off.where(cond).count(), cond
+
+
+def test_predicates_json() -> None:
+    text = json.dumps([
+        ["a", "=", {"t": "str", "v": "x"}], ["b", ">", {"t": "int", "v": 5}], ["c", "in", [{"t": "date", "v": 1},
+                                                                                          {"t": "null"}]],
+        ["d", "<=", {"t": "ts", "v": 1_500_000}], ["e", "=", {"t": "dec", "v": "1.50"}], ["f", "is_null"],
+        ["g", "not_null"], ["h", "starts_with", {"t": "str", "v": "ab"}], ["i", "<=>", {"t": "bool", "v": True}],
+    ])
+    assert predicates(text) == (
+        Pred("a", EQ, "x"), Pred("b", GT, 5), Pred("c", IN, (dt.date(1970, 1, 2), None)),
+        Pred("d", LE, dt.datetime(1970, 1, 1, 0, 0, 1, 500_000, tzinfo=dt.UTC)),
+        Pred("e", EQ, decimal.Decimal("1.50")), Pred("f", IS_NULL), Pred("g", NOT_NULL),
+        Pred("h", STARTS_WITH, "ab"), Pred("i", "<=>", True))
+
+
+def test_planner_declines_what_it_cannot_read(tmp_path: Path) -> None:
+    p = Planner()
+    assert json.loads(p.describe(json.dumps({"path": str(tmp_path / "none")}), '["a"]'))["use"] is False
+    base = str(unzip_table("cow_v9_txns_simple_meta.zip", tmp_path))
+    ok = json.loads(p.describe(json.dumps({"path": base}), '["txn_id"]'))
+    assert ok == {"use": True, "root": Path(base).as_uri()}
+    no = json.loads(p.describe(json.dumps({"path": base}), '["nope"]'))
+    assert no["use"] is False and "nope" in no["why"]
+    assert len(json.loads(p.files(json.dumps({"path": base}), "[]"))) == p.planned > 0
+    assert TABLE_ZIPS_DIR.is_dir()
