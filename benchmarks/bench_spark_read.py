@@ -3,17 +3,18 @@
 A copy-on-write table of ``--rows`` (2M) rows in 365 daily partitions (``dt = yyyy/mm/dd``, one file group per
 day), with the record index; columns ``id`` (the key), ``dt``, ``ts``, ``v`` (double) and ``seq`` (day number *
 10^7 + row: a column whose values follow the partitions, so a range of it falls in a few files). In one
-session, median of ``--repeat`` (3) runs each:
+session, every query run once untimed, then ``--repeat`` (3) rounds of all of them in turn; median per query:
 
-- ``count(*)`` and ``sum(v)``: the whole table, through the source and through ``spark.read.parquet(files)`` on
-  the latest base files;
+- ``count(*)`` and ``sum(v)``: the whole table, through the source (which hands this copy-on-write snapshot to
+  Spark's parquet reader, ``pyhudi.spark.native``), through the Python source alone
+  (``pyhudi.read.spark.parquet=false``) and through ``spark.read.parquet(files)`` on the latest base files;
 - one partition of 365 (``where dt = '<day>'``, ``sum(v)``);
 - one key (``where id = '<key>'``, collected): the record index names the one file group to read;
 - a range of ``seq`` holding ~1% of the rows (four days): the table keeps ``column_stats``
   (``--no-column-stats``: it does not, and every file is planned, its row groups skipped by their parquet
   statistics in the tasks);
 
-and the files each filtered query plans to read, and how long planning it takes on the driver
+and the files each filtered query plans to read (and the files Spark's reader was handed), and how long planning it takes on the driver
 (:func:`pyhudi.spark.source.plan_query`).
 
 ``python benchmarks/bench_spark_read.py [--rows N] [--base DIR]`` prints one JSON object and stores it in
@@ -61,6 +62,21 @@ def rows(ids: np.ndarray) -> pa.Table:
     })
 
 
+def timed_alternating(arms: dict[str, Callable[[], Any]], repeat: int) -> dict[str, dict[str, Any]]:
+    """Each arm run once untimed (its first run starts Python workers and compiles), then ``repeat`` rounds
+    of every arm in turn, so the machine's noise falls on all of them alike; median per arm."""
+    runs: dict[str, list[float]] = {name: [] for name in arms}
+    out: dict[str, Any] = {name: fn() for name, fn in arms.items()}
+    for _ in range(repeat):
+        for name, fn in arms.items():
+            t0 = time.perf_counter()
+            out[name] = fn()
+            runs[name].append(time.perf_counter() - t0)
+    return {name: {"median_s": round(statistics.median(runs[name]), 3), "runs_s": [round(x, 3) for x in runs[name]],
+                   "result": out[name] if isinstance(out[name], (int, float, str)) else str(out[name])}
+            for name in arms}
+
+
 def timed(fn: Callable[[], Any], repeat: int) -> dict[str, Any]:
     runs = []
     out = None
@@ -82,7 +98,9 @@ def main() -> None:
     a = ap.parse_args()
     opts = {**OPTS, "hoodie.metadata.index.column.stats.enable": str(not a.no_column_stats).lower()}
 
+    from pyhudi import config as C
     from pyhudi.read.filters import EQ, GE, LE, Pred
+    from pyhudi.spark.native import planner_of
     from pyhudi.spark.session import get_spark
     from pyhudi.spark.source import plan_query
     from pyhudi.table.table import Table
@@ -103,21 +121,38 @@ def main() -> None:
     d0 = 100  # seq range: four days' rows, ~1.1% of the table and of its files
     lo, hi = d0 * 10_000_000, (d0 + 4) * 10_000_000 - 1
     src = spark.read.format("hudi").load(base)
+    py_src = spark.read.format("hudi").option(C.READ_SPARK_PARQUET, "false").load(base)
     pq_df = spark.read.parquet(*files)
+    planner = planner_of(spark)
+    listed: dict[str, int | None] = {}
+
+    def listing(name: str, fn: Callable[[], Any]) -> Callable[[], Any]:
+        def run() -> Any:
+            if planner is not None:
+                planner.planned = None
+            out = fn()
+            listed[name] = planner.planned if planner is not None else None
+            return out
+        return run
+
     r = a.repeat
-    res: dict[str, Any] = {
-        "count_hudi": timed(lambda: src.count(), r),
-        "count_parquet": timed(lambda: pq_df.count(), r),
-        "sum_hudi": timed(lambda: src.agg({"v": "sum"}).collect()[0][0], r),
-        "sum_parquet": timed(lambda: pq_df.agg({"v": "sum"}).collect()[0][0], r),
-        "one_partition_hudi": timed(lambda: src.where(f"dt = '{day}'").agg({"v": "sum"}).collect()[0][0], r),
-        "one_partition_parquet": timed(lambda: pq_df.where(f"dt = '{day}'").agg({"v": "sum"}).collect()[0][0], r),
-        "key_hudi": timed(lambda: src.where(f"id = '{key}'").collect()[0]["v"], r),
-        "key_parquet": timed(lambda: pq_df.where(f"id = '{key}'").collect()[0]["v"], r),
-        "range_hudi": timed(lambda: src.where(f"seq between {lo} and {hi}").agg({"v": "sum"}).collect()[0][0], r),
-        "range_parquet": timed(lambda: pq_df.where(f"seq between {lo} and {hi}").agg({"v": "sum"}).collect()[0][0],
-                               r),
+    arms: dict[str, Callable[[], Any]] = {
+        "count_hudi": listing("count", lambda: src.count()),
+        "count_parquet": lambda: pq_df.count(),
+        "count_python_source": lambda: py_src.count(),
+        "sum_hudi": lambda: src.agg({"v": "sum"}).collect()[0][0],
+        "sum_parquet": lambda: pq_df.agg({"v": "sum"}).collect()[0][0],
+        "sum_python_source": lambda: py_src.agg({"v": "sum"}).collect()[0][0],
+        "one_partition_hudi": listing("one_partition",
+                                      lambda: src.where(f"dt = '{day}'").agg({"v": "sum"}).collect()[0][0]),
+        "one_partition_parquet": lambda: pq_df.where(f"dt = '{day}'").agg({"v": "sum"}).collect()[0][0],
+        "key_hudi": listing("key", lambda: src.where(f"id = '{key}'").collect()[0]["v"]),
+        "key_parquet": lambda: pq_df.where(f"id = '{key}'").collect()[0]["v"],
+        "range_hudi": listing("range", lambda: src.where(f"seq between {lo} and {hi}").agg({"v": "sum"})
+                              .collect()[0][0]),
+        "range_parquet": lambda: pq_df.where(f"seq between {lo} and {hi}").agg({"v": "sum"}).collect()[0][0],
     }
+    res = timed_alternating(arms, r)
     queries = {"full": (), "one_partition": (Pred("dt", EQ, day),), "key": (Pred("id", EQ, key),),
                "range": (Pred("seq", GE, lo), Pred("seq", LE, hi))}
     planned = {name: plan_query({"path": base}, preds)[1].as_dict() for name, preds in queries.items()}
@@ -132,10 +167,17 @@ def main() -> None:
         "column_stats": not a.no_column_stats,
         "queries": res,
         "planned": planned,
+        # base files Spark's parquet reader was handed (None: the session has no pyhudi rule, the Python source
+        # read the table)
+        "files_listed_for_spark": listed,
         "planning_on_driver": planning,
         "ratios": {
             "count_hudi_over_parquet": round(full / res["count_parquet"]["median_s"], 2),
             "sum_hudi_over_parquet": round(res["sum_hudi"]["median_s"] / res["sum_parquet"]["median_s"], 2),
+            "count_python_source_over_parquet": round(res["count_python_source"]["median_s"]
+                                                      / res["count_parquet"]["median_s"], 2),
+            "sum_python_source_over_parquet": round(res["sum_python_source"]["median_s"]
+                                                    / res["sum_parquet"]["median_s"], 2),
             "full_scan_over_one_partition": round(res["sum_hudi"]["median_s"] / res["one_partition_hudi"]["median_s"],
                                                   1),
             "full_scan_over_range": round(res["sum_hudi"]["median_s"] / res["range_hudi"]["median_s"], 1),

@@ -162,3 +162,24 @@ def test_planner_declines_what_it_cannot_read(tmp_path: Path) -> None:
     assert no["use"] is False and "nope" in no["why"]
     assert len(json.loads(p.files(json.dumps({"path": base}), "[]"))) == p.planned > 0
     assert TABLE_ZIPS_DIR.is_dir()
+
+
+def test_old_dates_and_times_as_written(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Dates before the Gregorian switch and times before 1900 read back as written (base files are not
+    Spark-written: nothing is rebased from Spark 2's hybrid calendar, nothing refused)."""
+    base = str(tmp_path / "old")
+    t = pa.table({
+        "id": ["a", "b"], "ts": pa.array([1, 1], pa.int64()), "dt": ["p", "p"],
+        "d": pa.array([dt.date(1500, 3, 1), dt.date(2020, 1, 1)], pa.date32()),
+        "at": pa.array([dt.datetime(1850, 1, 1, 12, tzinfo=dt.UTC), dt.datetime(2020, 1, 1, tzinfo=dt.UTC)],
+                       pa.timestamp("us", "UTC")),
+    })
+    Table.create(base, t.schema, {**OPTS, "hoodie.table.name": "old"}).write(spark.createDataFrame(t), "insert",
+                                                                             {**OPTS, "hoodie.table.name": "old"})
+    df = spark.read.format("hudi").load(base)
+    assert uses_spark_reader(df)
+    got = sorted((r["id"], r["d"], r["at"]) for r in df.collect())
+    assert got[0][1] == dt.date(1500, 3, 1) and got[1][1] == dt.date(2020, 1, 1)
+    off = spark.read.format("hudi").option("pyhudi.read.spark.parquet", "false").load(base)
+    assert got == sorted((r["id"], r["d"], r["at"]) for r in off.collect())
+    assert df.where("d < date'1600-01-01'").count() == 1

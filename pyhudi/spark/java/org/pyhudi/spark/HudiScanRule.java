@@ -29,6 +29,13 @@ import scala.runtime.AbstractPartialFunction;
  */
 public final class HudiScanRule extends Rule<LogicalPlan> {
   private static final ObjectMapper JSON = new ObjectMapper();
+  /**
+   * Dates and timestamps as written (proleptic Gregorian, as Avro, parquet-avro and pyarrow write them), never
+   * rebased from Spark 2's hybrid calendar nor refused for being old: base files are not Spark-written.
+   */
+  private static final scala.collection.immutable.Map<String, String> READ_OPTIONS =
+      scala.collection.immutable.Map$.MODULE$.from(CollectionConverters.asScala(
+          java.util.Map.of("datetimeRebaseMode", "CORRECTED", "int96RebaseMode", "CORRECTED")));
   private final SparkSession spark;
   private final HudiPlanner planner;
   private final Set<String> names;
@@ -99,7 +106,7 @@ public final class HudiScanRule extends Rule<LogicalPlan> {
     HudiFileIndex index = new HudiFileIndex(planner, options, answer.get("root").asText());
     StructType dataSchema = new StructType(fields.toArray(new StructField[0]));
     HadoopFsRelation relation = new HadoopFsRelation(index, new StructType(), dataSchema, Option.empty(),
-        new ParquetFileFormat(), scala.collection.immutable.Map$.MODULE$.empty(), spark);
+        new ParquetFileFormat(), READ_OPTIONS, spark);
     Seq<AttributeReference> attrs = scan.output();
     return org.apache.spark.sql.execution.datasources.LogicalRelation$.MODULE$.apply(relation, attrs, Option.empty(), false,
         Option.empty());
