@@ -43,6 +43,7 @@ from pyhudi.read.filters import Pred
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+    from pyspark.sql.types import StructType
 
 log = logging.getLogger(__name__)
 
@@ -125,9 +126,11 @@ def _type_ok(t: pa.DataType) -> bool:
     return False
 
 
-def refusal(options: Mapping[str, str], columns: list[str]) -> tuple[str | None, str]:
-    """(None, the table's root URI for the JVM) when Spark's parquet reader can read the scan exactly; else
-    (why not, "")."""
+def refusal(options: Mapping[str, str], schema: StructType) -> tuple[str | None, str]:
+    """(None, the table's root URI for the JVM) when Spark's parquet reader can read the scan of ``schema`` (the
+    columns Spark asks of the source, its types) exactly; else (why not, "")."""
+    from pyspark.sql.pandas.types import from_arrow_type
+
     from pyhudi.read import plan as read_plan
     from pyhudi.spark.source import INCREMENTAL, SNAPSHOT, _path, query_type
     from pyhudi.table.schema import resolve_schema, with_meta
@@ -152,13 +155,16 @@ def refusal(options: Mapping[str, str], columns: list[str]) -> tuple[str | None,
     data, sor = resolve_schema(table.storage, table.base_path, cfg, tl, as_of=as_of)
     if sor is not None:
         return "schema-on-read evolution (columns matched by field id)", ""
-    schema = with_meta(data)
-    for name in columns:
-        i = schema.get_field_index(name)
+    table_schema = with_meta(data)
+    for f in schema.fields:
+        i = table_schema.get_field_index(f.name)
         if i < 0:
-            return f"column {name!r} is not the table's", ""
-        if not _type_ok(schema.field(i).type):
-            return f"column {name!r} of type {schema.field(i).type}", ""
+            return f"column {f.name!r} is not the table's", ""
+        t = table_schema.field(i).type
+        if not _type_ok(t):
+            return f"column {f.name!r} of type {t}", ""
+        if from_arrow_type(t) != f.dataType:  # a user schema's other type: the Python source converts it
+            return f"column {f.name!r} asked as {f.dataType.simpleString()}, stored as {t}", ""
     return None, Path(table.base_path).as_uri()
 
 
@@ -194,12 +200,13 @@ class Planner:
         self.planned: int | None = None
         self.lock = threading.Lock()
 
-    def describe(self, options_json: str, columns_json: str) -> str:
+    def describe(self, options_json: str, schema_json: str) -> str:
         from pyspark.sql.datasource import CaseInsensitiveDict
+        from pyspark.sql.types import StructType
 
         options = CaseInsensitiveDict(json.loads(options_json))
         try:
-            why, root = refusal(options, list(json.loads(columns_json)))
+            why, root = refusal(options, StructType.fromJson(json.loads(schema_json)))
         except Exception as e:  # the Python source reads the scan and reports what is wrong
             why, root = f"{type(e).__name__}: {e}", ""
         if why is not None:

@@ -12,6 +12,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
 
 from pyhudi import Table
 from pyhudi.read.filters import EQ, GE, GT, IN, IS_NULL, LE, LT, NOT_NULL, STARTS_WITH, Pred
@@ -80,10 +81,16 @@ def test_which_scans_spark_reads(spark, cow: str, tmp_path: Path) -> None:  # ty
     assert not uses_spark_reader(snap) and snap.where("id = 'k010'").collect()[0]["ts"] == 90
     ro = spark.read.format("hudi").option(QT, "read_optimized").load(m.base)
     assert uses_spark_reader(ro) and ro.where("id = 'k010'").collect()[0]["ts"] == 10
-    why, _ = refusal({"path": m.base}, ["id"])
+    why, _ = refusal({"path": m.base}, StructType([StructField("id", StringType())]))
     assert why == "a merge-on-read snapshot (log files merged)"
-    why, root = refusal({"path": cow}, ["id", "n"])
+    why, root = refusal({"path": cow}, StructType([StructField("id", StringType()), StructField("n", LongType())]))
     assert why is None and root == Path(cow).as_uri()
+    # a user schema asking a column as another type: the Python source converts it
+    why, _ = refusal({"path": cow}, StructType([StructField("n", DoubleType())]))
+    assert why == "column 'n' asked as double, stored as int64"
+    as_double = spark.read.format("hudi").schema("id string, n double").load(cow)
+    assert not uses_spark_reader(as_double)
+    assert as_double.where("id = 'k00007'").collect()[0]["n"] == 7.0
 
 
 def test_only_used_columns_are_read(spark, cow: str) -> None:  # type: ignore[no-untyped-def]
@@ -154,11 +161,15 @@ def test_predicates_json() -> None:
 
 def test_planner_declines_what_it_cannot_read(tmp_path: Path) -> None:
     p = Planner()
-    assert json.loads(p.describe(json.dumps({"path": str(tmp_path / "none")}), '["a"]'))["use"] is False
+
+    def schema(name: str) -> str:
+        return StructType([StructField(name, StringType())]).json()
+
+    assert json.loads(p.describe(json.dumps({"path": str(tmp_path / "none")}), schema("a")))["use"] is False
     base = str(unzip_table("cow_v9_txns_simple_meta.zip", tmp_path))
-    ok = json.loads(p.describe(json.dumps({"path": base}), '["txn_id"]'))
+    ok = json.loads(p.describe(json.dumps({"path": base}), schema("txn_id")))
     assert ok == {"use": True, "root": Path(base).as_uri()}
-    no = json.loads(p.describe(json.dumps({"path": base}), '["nope"]'))
+    no = json.loads(p.describe(json.dumps({"path": base}), schema("nope")))
     assert no["use"] is False and "nope" in no["why"]
     assert len(json.loads(p.files(json.dumps({"path": base}), "[]"))) == p.planned > 0
     assert TABLE_ZIPS_DIR.is_dir()

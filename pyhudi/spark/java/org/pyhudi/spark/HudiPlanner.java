@@ -7,10 +7,10 @@ package org.pyhudi.spark;
 public interface HudiPlanner {
   /**
    * Whether Spark's own parquet reader can read this scan exactly: {"use": true, "root": uri} or
-   * {"use": false, "why": reason}. {@code optionsJson}: the read's options; {@code columnsJson}: the
-   * scan's column names.
+   * {"use": false, "why": reason}. {@code optionsJson}: the read's options; {@code schemaJson}: the
+   * scan's columns, a Spark schema as JSON.
    */
-  String describe(String optionsJson, String columnsJson);
+  String describe(String optionsJson, String schemaJson);
 
   /**
    * The base files the scan reads, pruned by the predicates: [[uri, length], ...] (URIs percent-encoded). {@code predicatesJson}:

@@ -2,7 +2,6 @@ package org.pyhudi.spark;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.node.ArrayNode;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
@@ -87,16 +86,15 @@ public final class HudiScanRule extends Rule<LogicalPlan> {
 
   private LogicalPlan replace(DataSourceV2ScanRelation scan) {
     List<AttributeReference> output = CollectionConverters.asJava(scan.output());
-    ArrayNode columns = JSON.createArrayNode();
     List<StructField> fields = new ArrayList<>();
     for (AttributeReference a : output) {
-      columns.add(a.name());
       fields.add(new StructField(a.name(), a.dataType(), a.nullable(), a.metadata()));
     }
+    StructType dataSchema = new StructType(fields.toArray(new StructField[0]));
     String options = JSON.valueToTree(scan.relation().options().asCaseSensitiveMap()).toString();
     JsonNode answer;
     try {
-      answer = JSON.readTree(planner.describe(options, columns.toString()));
+      answer = JSON.readTree(planner.describe(options, dataSchema.json()));
     } catch (java.io.IOException e) {
       throw new IllegalStateException("pyhudi: the planner's answer is not JSON", e);
     }
@@ -104,7 +102,6 @@ public final class HudiScanRule extends Rule<LogicalPlan> {
       return scan;
     }
     HudiFileIndex index = new HudiFileIndex(planner, options, answer.get("root").asText());
-    StructType dataSchema = new StructType(fields.toArray(new StructField[0]));
     HadoopFsRelation relation = new HadoopFsRelation(index, new StructType(), dataSchema, Option.empty(),
         new ParquetFileFormat(), READ_OPTIONS, spark);
     Seq<AttributeReference> attrs = scan.output();
