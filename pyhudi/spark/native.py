@@ -48,6 +48,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 RULE_CLASS = "org.pyhudi.spark.HudiScanRule"
+#: ``spark.sql.extensions`` of pyhudi's sessions: the rule before Spark's push-down of filters into scans
+EXTENSIONS_CLASS = "org.pyhudi.spark.HudiExtensions"
 _SOURCES = Path(__file__).parent / "java"
 ENV_JAR_CACHE = "PYHUDI_JAR_CACHE"
 

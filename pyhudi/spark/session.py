@@ -132,11 +132,13 @@ def get_spark(
     if data_source:
         # the rule that hands Spark's parquet reader the scans it reads exactly (pyhudi/spark/native.py); loaded
         # by Spark's class loader, not the JVM's class path, which the class-data archive is built for
-        from pyhudi.spark.native import jar_path
+        from pyhudi.spark.native import EXTENSIONS_CLASS, jar_path
 
         jar = jar_path()
         if jar:
-            builder = builder.config("spark.jars", jar)
+            # the rule runs before Spark pushes filters into scans: a scan it hands over never asks the Python
+            # source to push them (a Python worker's round trip, 0.1 s of a pruned query)
+            builder = builder.config("spark.jars", jar).config("spark.sql.extensions", EXTENSIONS_CLASS)
     if java_options:  # PYSPARK_SUBMIT_ARGS' --driver-java-options, if given, replaces them
         builder = builder.config("spark.driver.extraJavaOptions", java_options)
     spark = builder.getOrCreate()

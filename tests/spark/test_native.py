@@ -194,3 +194,48 @@ def test_old_dates_and_times_as_written(spark, tmp_path: Path) -> None:  # type:
     off = spark.read.format("hudi").option("pyhudi.read.spark.parquet", "false").load(base)
     assert got == sorted((r["id"], r["d"], r["at"]) for r in off.collect())
     assert df.where("d < date'1600-01-01'").count() == 1
+
+
+def test_extension_runs_the_rule_before_push_down(spark) -> None:  # type: ignore[no-untyped-def]
+    """pyhudi's session has the rule from its extensions (before Spark pushes filters into scans), not in the
+    optimizer's last batch."""
+    jvm = spark.sparkContext._jvm
+    assert jvm.org.pyhudi.spark.HudiExtensions.appliedTo(spark._jsparkSession)
+    rules = [str(r.getClass().getName()) for r in
+             jvm.scala.jdk.javaapi.CollectionConverters.asJava(spark._jsparkSession.experimental().extraOptimizations())]
+    assert "org.pyhudi.spark.HudiScanRule" not in rules
+
+
+_OWN_SESSION = r"""
+import sys
+from pyspark.sql import SparkSession
+from pyhudi.spark import register
+from pyhudi.spark.native import jar_path
+spark = (SparkSession.builder.master("local[1]").config("spark.jars", jar_path())
+         .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+         .config("spark.ui.enabled", "false").getOrCreate())
+register(spark)
+jvm = spark.sparkContext._jvm
+assert not jvm.org.pyhudi.spark.HudiExtensions.appliedTo(spark._jsparkSession)
+df = spark.read.format("hudi").load(sys.argv[1])
+q = df.where("dt = '2026-06-03'")
+assert "HudiFileIndex" in str(q._jdf.queryExecution().executedPlan().toString())
+print(q.count(), df.count())
+"""
+
+
+@pytest.mark.slow
+def test_a_session_of_ones_own_gets_the_rule_last(cow: str, tmp_path: Path) -> None:
+    """A session built without pyhudi's extensions, with its jar: ``register`` adds the rule to the optimizer's
+    last batch (after the Python source's filter push-down), and Spark's reader reads the scan."""
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "own.py"
+    script.write_text(_OWN_SESSION)
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
+    r = subprocess.run([sys.executable, str(script), cow], capture_output=True, text=True, timeout=300, env=env,
+                       cwd=str(Path(__file__).resolve().parents[2]))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.split()[-2:] == ["100", "400"]

@@ -3,18 +3,24 @@ package org.pyhudi.spark;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
+import java.util.WeakHashMap;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.expressions.AttributeReference;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.rules.Rule;
 import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
+import org.apache.spark.sql.execution.datasources.LogicalRelation$;
 import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat;
+import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2ScanRelation;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonTable;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 import scala.Option;
 import scala.collection.immutable.Seq;
 import scala.jdk.javaapi.CollectionConverters;
@@ -25,6 +31,10 @@ import scala.runtime.AbstractPartialFunction;
  * read exactly (pyhudi's planner decides: copy-on-write snapshots and read-optimized queries of tables whose
  * files Spark reads as pyhudi does), with the base files pyhudi's planner prunes from the metadata table. The
  * filters of the query stay in the plan: Spark evaluates them on every row read.
+ *
+ * <p>In a session built with {@link HudiExtensions} the rule runs once per query before Spark pushes filters and
+ * columns into scans (the Python source is then never asked to push filters for a scan handed over); in any
+ * other session {@link #install} adds it to the optimizer's last batch, after that push-down.
  */
 public final class HudiScanRule extends Rule<LogicalPlan> {
   private static final ObjectMapper JSON = new ObjectMapper();
@@ -34,64 +44,95 @@ public final class HudiScanRule extends Rule<LogicalPlan> {
    */
   private static final scala.collection.immutable.Map<String, String> READ_OPTIONS =
       scala.collection.immutable.Map$.MODULE$.from(CollectionConverters.asScala(
-          java.util.Map.of("datetimeRebaseMode", "CORRECTED", "int96RebaseMode", "CORRECTED")));
+          Map.of("datetimeRebaseMode", "CORRECTED", "int96RebaseMode", "CORRECTED")));
+
+  /** What {@link #install} registered for a session: the planner to call and the source names it answers. */
+  private record Registration(HudiPlanner planner, Set<String> names) {}
+
+  private static final Map<SparkSession, Registration> SESSIONS =
+      Collections.synchronizedMap(new WeakHashMap<>());
+
   private final SparkSession spark;
-  private final HudiPlanner planner;
-  private final Set<String> names;
 
-  private HudiScanRule(SparkSession spark, HudiPlanner planner, Set<String> names) {
+  HudiScanRule(SparkSession spark) {
     this.spark = spark;
-    this.planner = planner;
-    this.names = names;
   }
 
-  /** Adds the rule to the session's optimizer (replacing one added before), for the sources named {@code names}. */
+  /**
+   * Registers the planner for the sources named {@code names} in {@code spark}; a session built without
+   * {@link HudiExtensions} gets the rule in its optimizer's last batch.
+   */
   public static void install(SparkSession spark, HudiPlanner planner, String[] names) {
-    List<Rule<LogicalPlan>> rules = new ArrayList<>();
-    for (Rule<LogicalPlan> r : CollectionConverters.asJava(spark.experimental().extraOptimizations())) {
-      if (!(r instanceof HudiScanRule)) {
-        rules.add(r);
-      }
+    spark.sessionState().optimizer();  // built from the session's extensions (HudiExtensions marks it)
+    SESSIONS.put(spark, new Registration(planner, Set.of(names)));
+    List<Rule<LogicalPlan>> rules = others(spark);
+    if (!HudiExtensions.appliedTo(spark)) {
+      rules.add(new HudiScanRule(spark));
     }
-    rules.add(new HudiScanRule(spark, planner, Set.of(names)));
     spark.experimental().extraOptimizations_$eq(CollectionConverters.asScala(rules).toList());
   }
 
-  /** Takes the rule out of the session's optimizer. */
+  /** Turns the rule off in {@code spark}. */
   public static void uninstall(SparkSession spark) {
+    SESSIONS.remove(spark);
+    spark.experimental().extraOptimizations_$eq(CollectionConverters.asScala(others(spark)).toList());
+  }
+
+  private static List<Rule<LogicalPlan>> others(SparkSession spark) {
     List<Rule<LogicalPlan>> rules = new ArrayList<>();
     for (Rule<LogicalPlan> r : CollectionConverters.asJava(spark.experimental().extraOptimizations())) {
       if (!(r instanceof HudiScanRule)) {
         rules.add(r);
       }
     }
-    spark.experimental().extraOptimizations_$eq(CollectionConverters.asScala(rules).toList());
+    return rules;
+  }
+
+  private static PythonTable source(LogicalPlan p, Registration reg) {
+    DataSourceV2Relation r = null;
+    if (p instanceof DataSourceV2Relation rel) {
+      r = rel;
+    } else if (p instanceof DataSourceV2ScanRelation scan) {
+      r = scan.relation();
+    }
+    if (r != null && r.table() instanceof PythonTable t && reg.names().contains(t.name())) {
+      return t;
+    }
+    return null;
   }
 
   @Override
   public LogicalPlan apply(LogicalPlan plan) {
+    Registration reg = SESSIONS.get(spark);
+    if (reg == null) {
+      return plan;
+    }
     return plan.transformUp(new AbstractPartialFunction<LogicalPlan, LogicalPlan>() {
       @Override
       public boolean isDefinedAt(LogicalPlan p) {
-        return p instanceof DataSourceV2ScanRelation s && s.relation().table() instanceof PythonTable t
-            && names.contains(t.name());
+        return source(p, reg) != null;
       }
 
       @Override
       public LogicalPlan apply(LogicalPlan p) {
-        return isDefinedAt(p) ? replace((DataSourceV2ScanRelation) p) : p;
+        if (p instanceof DataSourceV2Relation r && source(p, reg) != null) {
+          return replace(p, r.options(), r.output(), reg.planner());
+        } else if (p instanceof DataSourceV2ScanRelation s && source(p, reg) != null) {
+          return replace(p, s.relation().options(), s.output(), reg.planner());
+        }
+        return p;
       }
     });
   }
 
-  private LogicalPlan replace(DataSourceV2ScanRelation scan) {
-    List<AttributeReference> output = CollectionConverters.asJava(scan.output());
+  private LogicalPlan replace(LogicalPlan scan, CaseInsensitiveStringMap readOptions,
+      Seq<AttributeReference> output, HudiPlanner planner) {
     List<StructField> fields = new ArrayList<>();
-    for (AttributeReference a : output) {
+    for (AttributeReference a : CollectionConverters.asJava(output)) {
       fields.add(new StructField(a.name(), a.dataType(), a.nullable(), a.metadata()));
     }
     StructType dataSchema = new StructType(fields.toArray(new StructField[0]));
-    String options = JSON.valueToTree(scan.relation().options().asCaseSensitiveMap()).toString();
+    String options = JSON.valueToTree(readOptions.asCaseSensitiveMap()).toString();
     JsonNode answer;
     try {
       answer = JSON.readTree(planner.describe(options, dataSchema.json()));
@@ -104,8 +145,6 @@ public final class HudiScanRule extends Rule<LogicalPlan> {
     HudiFileIndex index = new HudiFileIndex(planner, options, answer.get("root").asText());
     HadoopFsRelation relation = new HadoopFsRelation(index, new StructType(), dataSchema, Option.empty(),
         new ParquetFileFormat(), READ_OPTIONS, spark);
-    Seq<AttributeReference> attrs = scan.output();
-    return org.apache.spark.sql.execution.datasources.LogicalRelation$.MODULE$.apply(relation, attrs, Option.empty(), false,
-        Option.empty());
+    return LogicalRelation$.MODULE$.apply(relation, output, Option.empty(), false, Option.empty());
   }
 }
