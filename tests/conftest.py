@@ -55,6 +55,22 @@ def spark():  # type: ignore[no-untyped-def]
     session.stop()
 
 
+@pytest.fixture(params=["spark_parquet", "python"])
+def reader(request: pytest.FixtureRequest, spark):  # type: ignore[no-untyped-def]
+    """Both readers of ``spark.read.format("hudi")``: Spark's parquet reader for the scans it can read (pyhudi's
+    rule, the default session's), and the Python source alone."""
+    from pyhudi.spark.native import planner_of, uninstall
+    from pyhudi.spark.source import register
+
+    assert planner_of(spark) is not None, "the default session has pyhudi's rule"
+    if request.param == "python":
+        uninstall(spark)
+    try:
+        yield request.param
+    finally:
+        register(spark)
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     """The read-compatibility fixtures are part of the test suite: refuse to run silently without them."""
     if not TABLE_ZIPS_DIR.is_dir() or not HFILE_VECTORS.is_dir():

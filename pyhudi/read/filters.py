@@ -29,6 +29,9 @@ _SPARK_OPS = {
 }
 
 
+_REPLACEMENT = "\ufffd"  # what a string literal's invalid UTF-8 bytes become in Python
+
+
 @dataclass(frozen=True)
 class Pred:
     """``column op value`` (``value``: a tuple for IN, None for the null tests)."""
@@ -54,12 +57,16 @@ def from_spark(filters: Iterable[Any]) -> list[tuple[Any, Pred | None]]:
         value = getattr(f, "value", None)
         if op == IN:
             value = tuple(value or ())
+        values = value if isinstance(value, tuple) else (value,)
+        if any(isinstance(v, str) and _REPLACEMENT in v for v in values):
+            out.append((f, None))  # a string literal that was not valid UTF-8: its bytes are not known here
+            continue
         out.append((f, Pred(attr[0], op, value)))
     return out
 
 
 # -- comparable values ------------------------------------------------------------------------------------------
-_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
+EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
 _EPOCH_DAY = _dt.date(1970, 1, 1)
 
 
@@ -78,7 +85,7 @@ def comparable(v: Any) -> tuple[str, Any] | None:
     if isinstance(v, _dt.datetime):
         if v.tzinfo is None:
             return None  # a time without a zone: which instant it means is not known here
-        d = v - _EPOCH
+        d = v - EPOCH
         return ("ts", (d.days * 86_400 + d.seconds) * 1_000_000 + d.microseconds)
     if isinstance(v, _dt.date):
         return ("date", (v - _EPOCH_DAY).days)

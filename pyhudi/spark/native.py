@@ -28,7 +28,6 @@ import posixpath
 import shutil
 import subprocess
 import tempfile
-import threading
 import weakref
 import zipfile
 from collections.abc import Callable, Mapping
@@ -38,8 +37,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import pyarrow as pa
 
 from pyhudi import config as C
-from pyhudi.errors import ConfigError
-from pyhudi.read.filters import Pred
+from pyhudi.read.filters import EPOCH, Pred
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -75,8 +73,8 @@ def _cache_dir() -> Path:
 @functools.cache
 def jar_path() -> str | None:
     """pyhudi's jar for this pyspark, compiled once (by the sources' digest) into ``~/.cache/pyhudi`` (or
-    ``$PYHUDI_JAR_CACHE``); None, with a log line, when no ``javac`` is found (then every scan is read by the
-    Python source)."""
+    ``$PYHUDI_JAR_CACHE``); None, with a log line, when no ``javac`` is found or the build fails (then every scan
+    is read by the Python source)."""
     import pyspark
 
     digest = hashlib.sha256(pyspark.__version__.encode())
@@ -91,6 +89,16 @@ def jar_path() -> str | None:
     if not javac or not os.path.exists(javac):
         log.info("pyhudi: no javac (a JDK) found: spark.read.format('hudi') reads every scan in Python")
         return None
+    try:
+        _build(javac, target)
+    except (OSError, subprocess.SubprocessError, zipfile.BadZipFile) as e:
+        log.warning("pyhudi: building its Spark classes failed (%s): spark.read.format('hudi') reads every scan "
+                    "in Python", e)
+        return None
+    return str(target)
+
+
+def _build(javac: str, target: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
         classes = os.path.join(tmp, "classes")
@@ -98,7 +106,7 @@ def jar_path() -> str | None:
                *map(str, _java_sources())]
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
         if r.returncode != 0:
-            raise ConfigError(f"compiling pyhudi's Spark classes failed ({' '.join(cmd[:2])} ...):\n{r.stderr}")
+            raise subprocess.SubprocessError(f"{javac} exited with {r.returncode}: {r.stderr.strip()[-2000:]}")
         part = os.path.join(tmp, "out.jar")
         with zipfile.ZipFile(part, "w", zipfile.ZIP_DEFLATED) as z:
             z.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\n")
@@ -107,7 +115,6 @@ def jar_path() -> str | None:
                     full = os.path.join(root, n)
                     z.write(full, os.path.relpath(full, classes))
         os.replace(part, target)  # atomic: a concurrent build writes the same bytes
-    return str(target)
 
 
 # -- what Spark's reader can read exactly -------------------------------------------------------------------------
@@ -158,6 +165,7 @@ def refusal(options: Mapping[str, str], schema: StructType) -> tuple[str | None,
     if sor is not None:
         return "schema-on-read evolution (columns matched by field id)", ""
     table_schema = with_meta(data)
+    changed = _retyped_columns(table, tl, table_schema)
     for f in schema.fields:
         i = table_schema.get_field_index(f.name)
         if i < 0:
@@ -167,14 +175,56 @@ def refusal(options: Mapping[str, str], schema: StructType) -> tuple[str | None,
             return f"column {f.name!r} of type {t}", ""
         if from_arrow_type(t) != f.dataType:  # a user schema's other type: the Python source converts it
             return f"column {f.name!r} asked as {f.dataType.simpleString()}, stored as {t}", ""
+        if f.name in changed:  # older files hold another type, which Spark's reader may not convert as Avro does
+            return f"column {f.name!r} was stored as {changed[f.name]} by an earlier commit", ""
     return None, Path(table.base_path).as_uri()
 
 
-_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
+#: (base path, instant) -> the column types a completed commit's schema recorded; (base path, "archived", LSM
+#: version) -> those of the archived commits. Commits never change once completed.
+_COMMIT_TYPES: dict[tuple[str, ...], dict[str, str]] = {}
+
+
+def _schema_types(md: Mapping[str, Any]) -> dict[str, str] | None:
+    from pyhudi.table.schema import avro_to_arrow
+
+    s = (md.get("extraMetadata") or {}).get("schema")
+    if not s:
+        return None
+    return {f.name: str(f.type) for f in avro_to_arrow(s)}
+
+
+def _retyped_columns(table: Any, tl: Any, current: pa.Schema) -> dict[str, str]:
+    """The columns some commit of the table's history (active and archived) recorded with another type than
+    ``current``'s: their base files may hold that type (a promotion: int to long, long to double, ...)."""
+    from pyhudi.table.lsm_timeline import ArchivedTimeline, LsmHistory
+
+    recorded: list[dict[str, str]] = []
+    for inst in tl.completed_commits():
+        key: tuple[str, ...] = (table.base_path, inst.requested_time)
+        if key not in _COMMIT_TYPES:
+            _COMMIT_TYPES[key] = _schema_types(tl.read_commit_metadata(inst)) or {}
+        recorded.append(_COMMIT_TYPES[key])
+    version = LsmHistory.for_table(table.storage, table.base_path, table.config).latest_version()
+    if version > 0:
+        key = (table.base_path, "archived", str(version))
+        if key not in _COMMIT_TYPES:
+            archived = ArchivedTimeline.load(table.storage, table.base_path, table.config)
+            union: dict[str, str] = {}
+            for inst in archived.completed_commits():
+                for name, t in (_schema_types(archived.read_commit_metadata(inst)) or {}).items():
+                    if union.setdefault(name, t) != t:
+                        union[name] = "several types"
+            _COMMIT_TYPES[key] = union
+        recorded.append(_COMMIT_TYPES[key])
+    now = {f.name: str(f.type) for f in current}
+    return {name: t for types in recorded for name, t in types.items() if name in now and now[name] != t}
+
+
 _DOMAINS: dict[str, Callable[[Any], Any]] = {
     "str": str, "int": int, "bool": bool, "dec": decimal.Decimal,
-    "date": lambda days: _EPOCH.date() + _dt.timedelta(days=int(days)),
-    "ts": lambda micros: _EPOCH + _dt.timedelta(microseconds=int(micros)),
+    "date": lambda days: EPOCH.date() + _dt.timedelta(days=int(days)),
+    "ts": lambda micros: EPOCH + _dt.timedelta(microseconds=int(micros)),
 }
 
 
@@ -200,7 +250,6 @@ class Planner:
 
     def __init__(self) -> None:
         self.planned: int | None = None
-        self.lock = threading.Lock()
 
     def describe(self, options_json: str, schema_json: str) -> str:
         from pyspark.sql.datasource import CaseInsensitiveDict
@@ -226,12 +275,13 @@ class Planner:
         storage, base = plan.read.storage, plan.read.base_path
         out = []
         for sl in plan.slices:
+            if sl.log_files and not plan.read.read_optimized:
+                raise AssertionError(f"{base}: a scan with log files ({sl.file_id}) was handed to Spark's reader")
             if sl.base_file is None:
                 continue
             path = posixpath.join(base, sl.base_file)
             out.append([Path(path).as_uri(), sl.base_size or storage.status(path).size])
-        with self.lock:
-            self.planned = len(out)
+        self.planned = len(out)
         return json.dumps(out)
 
     class Java:

@@ -129,9 +129,11 @@ def get_spark(
         from pyhudi.spark.cds import driver_java_options
 
         java_options = f"{java_options} {driver_java_options(java, java_version(java))}".strip()
-    if data_source:
+    submit_args = os.environ.get("PYSPARK_SUBMIT_ARGS", "")
+    if data_source and not any(a in submit_args for a in ("--jars", "spark.jars", "spark.sql.extensions")):
         # the rule that hands Spark's parquet reader the scans it reads exactly (pyhudi/spark/native.py); loaded
-        # by Spark's class loader, not the JVM's class path, which the class-data archive is built for
+        # by Spark's class loader, not the JVM's class path, which the class-data archive is built for. Jars or
+        # extensions given in PYSPARK_SUBMIT_ARGS are the user's: pyhudi does not replace them
         from pyhudi.spark.native import EXTENSIONS_CLASS, jar_path
 
         jar = jar_path()

@@ -56,22 +56,6 @@ def same(df: Any, theirs: pa.Table, cols: list[str] | None = None) -> None:
     assert rows(ours, cols) == rows(theirs, cols)
 
 
-@pytest.fixture(params=["spark_parquet", "python"])
-def reader(request: pytest.FixtureRequest, spark: Any) -> Any:
-    """Both readers of the source: Spark's parquet reader for the scans it can read (pyhudi's rule, the default
-    session's), and the Python source alone."""
-    from pyhudi.spark.native import planner_of, uninstall
-    from pyhudi.spark.source import register
-
-    assert planner_of(spark) is not None, "the default session has pyhudi's rule"
-    if request.param == "python":
-        uninstall(spark)
-    try:
-        yield request.param
-    finally:
-        register(spark)
-
-
 def load(spark: Any, base: str, **opts: str) -> Any:
     r = spark.read.format("hudi")
     for k, v in opts.items():

@@ -239,3 +239,78 @@ def test_a_session_of_ones_own_gets_the_rule_last(cow: str, tmp_path: Path) -> N
                        cwd=str(Path(__file__).resolve().parents[2]))
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stdout.split()[-2:] == ["100", "400"]
+
+
+def test_promoted_columns_stay_with_the_python_source(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A column some commit stored with another type (long, then double) is read by the Python source, which
+    converts each file's values as Avro does; Spark's parquet reader refuses a long column read as double."""
+    base = str(tmp_path / "promo")
+    opts = {**OPTS, "hoodie.table.name": "promo"}
+    first = pa.table({"id": ["a", "b"], "ts": pa.array([1, 1], pa.int64()), "dt": [DAYS[0], DAYS[0]],
+                      "n": pa.array([2**53 + 1, 5], pa.int64())})
+    Table.create(base, first.schema, opts).write(spark.createDataFrame(first), "insert", opts)
+    second = pa.table({"id": ["c"], "ts": pa.array([2], pa.int64()), "dt": [DAYS[1]],
+                       "n": pa.array([1.5], pa.float64())})
+    Table.open(base).write(spark.createDataFrame(second), "upsert", opts)
+    why, _ = refusal({"path": base}, StructType([StructField("n", DoubleType())]))
+    assert why == "column 'n' was stored as int64 by an earlier commit"
+    df = spark.read.format("hudi").load(base)
+    assert not uses_spark_reader(df)
+    assert sorted(r["n"] for r in df.collect()) == [1.5, 5.0, 9007199254740992.0]
+    # the rule judges the table's columns, not the query's: the whole table stays with the Python source
+    assert not uses_spark_reader(df.select("id", "dt"))
+    assert refusal({"path": base}, StructType([StructField("id", StringType())]))[0] is None
+
+
+def test_a_missing_base_file_fails_the_query(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A base file the plan names but storage lacks fails the query, even in a session that skips missing
+    files: a snapshot never silently loses its rows."""
+    base = str(tmp_path / "gone")
+    opts = {**OPTS, "hoodie.table.name": "gone"}
+    t = pa.table({"id": ["a", "b"], "ts": pa.array([1, 1], pa.int64()), "dt": [DAYS[0], DAYS[1]],
+                  "n": pa.array([1, 2], pa.int64())})
+    Table.create(base, t.schema, opts).write(spark.createDataFrame(t), "insert", opts)
+    victim = next(p for p in Path(base, DAYS[0]).iterdir() if p.suffix == ".parquet")
+    victim.unlink()
+    spark.conf.set("spark.sql.files.ignoreMissingFiles", "true")
+    try:
+        df = spark.read.format("hudi").load(base)
+        assert uses_spark_reader(df)
+        with pytest.raises(Exception, match=victim.name):
+            df.collect()
+    finally:
+        spark.conf.unset("spark.sql.files.ignoreMissingFiles")
+
+
+def test_a_string_literal_that_is_not_utf8_prunes_nothing(spark, reader, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """``s < cast(unhex('FF') as string)`` holds for every string (Spark compares bytes): no file may be pruned
+    by a literal whose bytes are not known (not valid UTF-8), through either reader."""
+    base = str(tmp_path / "utf")
+    opts = {**OPTS, "hoodie.table.name": "utf", "hoodie.datasource.write.partitionpath.field": "dt"}
+    t = pa.table({"id": ["a", "b", "c"], "ts": pa.array([1, 1, 1], pa.int64()), "dt": DAYS[:3],
+                  "s": ["abc", "\U0001F600", "zzz"]})
+    Table.create(base, t.schema, opts).write(spark.createDataFrame(t), "insert", opts)
+    df = spark.read.format("hudi").load(base)
+    cond = "s < cast(unhex('FF') as string)"
+    # Spark's own parquet reader would skip the row group of '😀' (it pushes the literal into parquet's
+    # filters as a Java string, U+FFFD): such a query stays with the Python source
+    assert not uses_spark_reader(df.where(cond))
+    assert df.where(cond).count() == 3
+    assert df.where(cond.replace("<", ">=")).count() == 0
+    assert uses_spark_reader(df.where("s < 'zz'")) == (reader == "spark_parquet")
+
+
+def test_a_failed_build_leaves_the_python_source(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from pyhudi.spark import native
+
+    fake = tmp_path / "jdk" / "bin"
+    fake.mkdir(parents=True)
+    (fake / "javac").write_text("#!/bin/sh\necho 'error: invalid target release: 17' >&2\nexit 2\n")
+    (fake / "javac").chmod(0o755)
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "jdk"))
+    monkeypatch.setenv(native.ENV_JAR_CACHE, str(tmp_path / "cache"))
+    native.jar_path.cache_clear()
+    try:
+        assert native.jar_path() is None
+    finally:
+        native.jar_path.cache_clear()

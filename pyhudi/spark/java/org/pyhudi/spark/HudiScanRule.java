@@ -10,6 +10,8 @@ import java.util.Set;
 import java.util.WeakHashMap;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.expressions.AttributeReference;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.Literal;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.rules.Rule;
 import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
@@ -21,6 +23,7 @@ import org.apache.spark.sql.execution.datasources.v2.python.PythonTable;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+import org.apache.spark.unsafe.types.UTF8String;
 import scala.Option;
 import scala.collection.immutable.Seq;
 import scala.jdk.javaapi.CollectionConverters;
@@ -39,12 +42,15 @@ import scala.runtime.AbstractPartialFunction;
 public final class HudiScanRule extends Rule<LogicalPlan> {
   private static final ObjectMapper JSON = new ObjectMapper();
   /**
-   * Dates and timestamps as written (proleptic Gregorian, as Avro, parquet-avro and pyarrow write them), never
-   * rebased from Spark 2's hybrid calendar nor refused for being old: base files are not Spark-written.
+   * The reader's options, over the session's: a planned base file that is missing or unreadable fails the query
+   * (never skipped, whatever {@code spark.sql.files.ignoreMissingFiles} / {@code ignoreCorruptFiles} say, as
+   * pyhudi's reader never skips one); dates and timestamps of files that are not Spark's are read as written
+   * (proleptic Gregorian, as Avro, parquet-avro and pyarrow write them), neither rebased nor refused.
    */
   private static final scala.collection.immutable.Map<String, String> READ_OPTIONS =
       scala.collection.immutable.Map$.MODULE$.from(CollectionConverters.asScala(
-          Map.of("datetimeRebaseMode", "CORRECTED", "int96RebaseMode", "CORRECTED")));
+          Map.of("ignoreMissingFiles", "false", "ignoreCorruptFiles", "false",
+              "datetimeRebaseMode", "CORRECTED", "int96RebaseMode", "CORRECTED")));
 
   /** What {@link #install} registered for a session: the planner to call and the source names it answers. */
   private record Registration(HudiPlanner planner, Set<String> names) {}
@@ -104,7 +110,7 @@ public final class HudiScanRule extends Rule<LogicalPlan> {
   @Override
   public LogicalPlan apply(LogicalPlan plan) {
     Registration reg = SESSIONS.get(spark);
-    if (reg == null) {
+    if (reg == null || hasInvalidString(plan)) {
       return plan;
     }
     return plan.transformUp(new AbstractPartialFunction<LogicalPlan, LogicalPlan>() {
@@ -125,6 +131,37 @@ public final class HudiScanRule extends Rule<LogicalPlan> {
     });
   }
 
+  /**
+   * Whether the plan compares with a string literal whose bytes are not UTF-8 (e.g. {@code cast(unhex('FF') as
+   * string)}): Spark's parquet reader pushes it into row-group filters as a Java string, which replaces the
+   * bytes, and skips row groups that hold matching rows. The Python source judges no such literal.
+   */
+  private static boolean hasInvalidString(LogicalPlan plan) {
+    for (Expression e : CollectionConverters.asJava(plan.expressions())) {
+      if (hasInvalidString(e)) {
+        return true;
+      }
+    }
+    for (LogicalPlan child : CollectionConverters.asJava(plan.children())) {
+      if (hasInvalidString(child)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  private static boolean hasInvalidString(Expression e) {
+    if (e instanceof Literal l && l.value() instanceof UTF8String s && !s.isValid()) {
+      return true;
+    }
+    for (Expression child : CollectionConverters.asJava(e.children())) {
+      if (hasInvalidString(child)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   private LogicalPlan replace(LogicalPlan scan, CaseInsensitiveStringMap readOptions,
       Seq<AttributeReference> output, HudiPlanner planner) {
     List<StructField> fields = new ArrayList<>();
@@ -136,8 +173,11 @@ public final class HudiScanRule extends Rule<LogicalPlan> {
     JsonNode answer;
     try {
       answer = JSON.readTree(planner.describe(options, dataSchema.json()));
-    } catch (java.io.IOException e) {
-      throw new IllegalStateException("pyhudi: the planner's answer is not JSON", e);
+    } catch (java.io.IOException | RuntimeException | LinkageError e) {
+      // the planner could not be asked (its process, Py4J): the Python source reads the scan, and says why
+      // if something is wrong with it
+      logWarning(() -> "pyhudi: Spark's parquet reader not used for a scan: " + e);
+      return scan;
     }
     if (!answer.path("use").asBoolean(false)) {
       return scan;

@@ -31,6 +31,7 @@ import org.apache.spark.sql.types.LongType;
 import org.apache.spark.sql.types.ShortType;
 import org.apache.spark.sql.types.StringType;
 import org.apache.spark.sql.types.TimestampType;
+import org.apache.spark.unsafe.types.UTF8String;
 import scala.jdk.javaapi.CollectionConverters;
 
 /**
@@ -141,7 +142,9 @@ final class Predicates {
     if (v == null) {
       return n.put("t", "null");
     } else if (t instanceof StringType) {
-      return n.put("t", "str").put("v", v.toString());
+      UTF8String s = (UTF8String) v;
+      // bytes that are not UTF-8 have no string to compare statistics with: such a literal prunes nothing
+      return s.isValid() ? n.put("t", "str").put("v", s.toString()) : null;
     } else if (t instanceof IntegerType || t instanceof LongType || t instanceof ShortType
         || t instanceof ByteType) {
       return n.put("t", "int").put("v", ((Number) v).longValue());
