@@ -59,8 +59,8 @@ def spark():  # type: ignore[no-untyped-def]
 def reader(request: pytest.FixtureRequest, spark):  # type: ignore[no-untyped-def]
     """Both readers of ``spark.read.format("hudi")``: Spark's parquet reader for the scans it can read (pyhudi's
     rule, the default session's), and the Python source alone."""
+    from pyhudi.spark import register
     from pyhudi.spark.native import planner_of, uninstall
-    from pyhudi.spark.source import register
 
     assert planner_of(spark) is not None, "the default session has pyhudi's rule"
     if request.param == "python":

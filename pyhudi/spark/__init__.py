@@ -10,8 +10,13 @@ if TYPE_CHECKING:
 
 
 def register(spark: SparkSession) -> list[str]:
-    """Register pyhudi's Spark data source in ``spark`` (``spark.read.format("hudi")``, ``"pyhudi"``); see
-    :func:`pyhudi.spark.source.register`."""
+    """Register pyhudi's Spark data source in ``spark`` (``spark.read.format("hudi")``, ``"pyhudi"``; see
+    :func:`pyhudi.spark.source.register`) and, when the session's JVM has pyhudi's jar, the rule that hands Spark's
+    parquet reader the scans it reads exactly (:func:`pyhudi.spark.native.install`). Returns the names
+    registered."""
+    from pyhudi.spark.native import install
     from pyhudi.spark.source import register as _register
 
-    return _register(spark)
+    names = _register(spark)
+    install(spark, names)
+    return names

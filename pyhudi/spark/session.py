@@ -176,7 +176,7 @@ def _identity_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBa
 
 
 def _register_source(spark: SparkSession) -> None:
-    from pyhudi.spark.source import register
+    from pyhudi.spark import register
 
     register(spark)  # spark.read.format("hudi") / "pyhudi"
     _WITHOUT_SOURCE.discard(spark)

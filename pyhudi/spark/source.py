@@ -252,7 +252,4 @@ def register(spark: SparkSession) -> list[str]:
         names.insert(0, NAME)
     for n in names:
         spark.dataSource.register(_source_class(n, parallelism))
-    from pyhudi.spark.native import install
-
-    install(spark, names)  # Spark's parquet reader for the scans it reads exactly, when the JVM has pyhudi's jar
     return names
