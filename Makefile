@@ -17,6 +17,9 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m compileall -q pyhudi
 	# a class-data archive of the Spark driver's classes: every later process starts its session faster
 	$(BIN)/python -m pyhudi.spark.cds
+	# pyhudi's jar (Spark's parquet reader for the scans it reads exactly), compiled now rather than by the
+	# first session that reads a table
+	$(BIN)/python -m pyhudi.spark.native
 	@touch $(STAMP)
 
 venv: $(STAMP)

@@ -336,3 +336,7 @@ def uninstall(spark: SparkSession) -> None:
         jvm = spark.sparkContext._jvm
         assert jvm is not None
         jvm.org.pyhudi.spark.HudiScanRule.uninstall(spark._jsparkSession)
+
+
+if __name__ == "__main__":
+    print(jar_path() or "no jar: no javac found, or its build failed (see the log)")
