@@ -3,16 +3,20 @@
 PySpark's Python data sources get no column pruning and read through Python workers; for a copy-on-write snapshot
 (or time travel) or a read-optimized query, Spark's vectorized parquet reader reads the same rows from the same
 base files, reading only the columns the query uses. pyhudi's jar (Java sources in ``pyhudi/spark/java``, built
-here with the JDK's ``javac`` on first use) adds an optimizer rule to the session: a scan of pyhudi's source
-(``hudi`` / ``pyhudi``) that :meth:`Planner.describe` accepts becomes a scan of Spark's parquet file format over a
-file index whose listing asks :meth:`Planner.files` (this process, through Py4J's callback server) for the base
-files, pruned by partition, record key and column statistics from the metadata table, as the Python reader's
-plan is. The query's filters stay in the plan, so Spark evaluates every one of them on the rows it reads.
+here with the JDK's ``javac`` on first use) adds an optimizer rule to the session (from
+``spark.sql.extensions`` in pyhudi's sessions, before Spark pushes filters into scans; else in the optimizer's
+last batch): a scan of pyhudi's source (``hudi`` / ``pyhudi``) that :meth:`Planner.describe` accepts becomes a
+scan of Spark's parquet file format over a file index whose listing asks :meth:`Planner.files` (this process,
+through Py4J's callback server) for the base files, pruned by partition, record key and column statistics from
+the metadata table, as the Python reader's plan is. The query's filters stay in the plan, so Spark evaluates every
+one of them on the rows it reads; a planned file that is missing fails the query.
 
 A scan is handed over only when Spark reads its files as pyhudi does (:func:`refusal`): no log file is merged, the
 files are on the local filesystem (which every JVM of a local session reaches), the table does not map columns by
-field id (schema-on-read evolution), keeps its partition columns and meta columns in the files, and every column
-read has a type Spark's parquet reader and pyhudi read alike. Anything else is read by the Python source.
+field id (schema-on-read evolution), keeps its partition columns and meta columns in the files, every column is
+asked with the type the table stores and no commit stored it with another (older files would hold that type), and
+every column has a type Spark's parquet reader and pyhudi read alike; the rule itself keeps queries with a string
+literal that is not UTF-8. Anything else is read by the Python source.
 """
 
 from __future__ import annotations
