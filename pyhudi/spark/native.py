@@ -2,7 +2,7 @@
 
 PySpark's Python data sources get no column pruning and read through Python workers; for a copy-on-write snapshot
 (or time travel) or a read-optimized query, Spark's vectorized parquet reader reads the same rows from the same
-base files, reading only the columns the query uses. pyhudi's jar (Java sources in ``pyhudi/spark/java``, built
+base files, reading only the columns the query uses. pyhudi's jar (Java sources in ``pyhudi/spark/jar_src``, built
 here with the JDK's ``javac`` on first use) adds an optimizer rule to the session (from
 ``spark.sql.extensions`` in pyhudi's sessions, before Spark pushes filters into scans; else in the optimizer's
 last batch): a scan of pyhudi's source (``hudi`` / ``pyhudi``) that :meth:`Planner.describe` accepts becomes a
@@ -52,7 +52,7 @@ log = logging.getLogger(__name__)
 RULE_CLASS = "org.pyhudi.spark.HudiScanRule"
 #: ``spark.sql.extensions`` of pyhudi's sessions: the rule before Spark's push-down of filters into scans
 EXTENSIONS_CLASS = "org.pyhudi.spark.HudiExtensions"
-_SOURCES = Path(__file__).parent / "java"
+_SOURCES = Path(__file__).parent / "jar_src"
 ENV_JAR_CACHE = "PYHUDI_JAR_CACHE"
 
 
