@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import pyarrow as pa
 
 from pyhudi import config as C
-from pyhudi.read.filters import EPOCH, Pred
+from pyhudi.read.filters import EPOCH, IN, Pred
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -243,7 +243,7 @@ def predicates(text: str) -> tuple[Pred, ...]:
     for col, op, *rest in json.loads(text):
         value = None
         if rest:
-            value = tuple(_value(v) for v in rest[0]) if op == "in" else _value(rest[0])
+            value = tuple(_value(v) for v in rest[0]) if op == IN else _value(rest[0])
         out.append(Pred(col, op, value))
     return tuple(out)
 
