@@ -9,7 +9,9 @@ last batch): a scan of pyhudi's source (``hudi`` / ``pyhudi``) that :meth:`Plann
 scan of Spark's parquet file format over a file index whose listing asks :meth:`Planner.files` (this process,
 through Py4J's callback server) for the base files, pruned by partition, record key and column statistics from
 the metadata table, as the Python reader's plan is. The query's filters stay in the plan, so Spark evaluates every
-one of them on the rows it reads; a planned file that is missing fails the query.
+one of them on the rows it reads; only those on integer, string, boolean, date, timestamp and decimal columns reach
+parquet's row-group filters (``HudiParquetFormat``: NaN and -0.0 make a floating-point column's statistics and
+dictionaries skip matching rows); a planned file that is missing fails the query.
 
 A scan is handed over only when Spark reads its files as pyhudi does (:func:`refusal`): no log file is merged, the
 files are on the local filesystem (which every JVM of a local session reaches), the table does not map columns by

@@ -16,7 +16,6 @@ import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.rules.Rule;
 import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
 import org.apache.spark.sql.execution.datasources.LogicalRelation$;
-import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat;
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2ScanRelation;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonTable;
@@ -184,7 +183,7 @@ public final class HudiScanRule extends Rule<LogicalPlan> {
     }
     HudiFileIndex index = new HudiFileIndex(planner, options, answer.get("root").asText());
     HadoopFsRelation relation = new HadoopFsRelation(index, new StructType(), dataSchema, Option.empty(),
-        new ParquetFileFormat(), READ_OPTIONS, spark);
+        new HudiParquetFormat(), READ_OPTIONS, spark);
     return LogicalRelation$.MODULE$.apply(relation, output, Option.empty(), false, Option.empty());
   }
 }
