@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
@@ -25,7 +26,14 @@ def local_frame(spark: SparkSession, rows: Sequence[Sequence[Any]], schema: str 
     arrow = to_arrow_schema(struct, timezone=spark.conf.get("spark.sql.session.timeZone") or "UTC")
     columns = list(zip(*rows, strict=True)) if rows else [() for _ in arrow]
     table = pa.table([pa.array(list(c), f.type) for c, f in zip(columns, arrow, strict=True)], schema=arrow)
-    return spark.createDataFrame(table, schema=struct)
+    return arrow_frame(spark, table, struct)
+
+
+def arrow_frame(spark: SparkSession, table: pa.Table, schema: StructType | None = None) -> DataFrame:
+    """``spark.createDataFrame`` of an Arrow table, handed over as one record batch. PySpark 4.3 ends the stream
+    of a table's batches at the first empty one: a table of 2, 0 and 3 rows becomes a DataFrame of 2 rows, with
+    no error. Joins, filters and concatenations of Arrow tables (and readers' outputs) make empty batches."""
+    return spark.createDataFrame(table.combine_chunks(), schema=schema)
 
 
 def held_rows(df: DataFrame) -> int:

@@ -27,7 +27,7 @@ from pyhudi.index.base import LOC_FILE_ID_COL, LOC_PARTITION_COL, KeyRouting
 from pyhudi.io.storage import Storage
 from pyhudi.spark import cached
 from pyhudi.spark.errors import task_errors
-from pyhudi.spark.frames import held_rows, local_frame
+from pyhudi.spark.frames import arrow_frame, held_rows, local_frame
 from pyhudi.spark.partitioning import ROUTE_COL, group_runs
 from pyhudi.table.commit_metadata import commit_metadata, write_stat
 from pyhudi.table.evolution import conform_array
@@ -893,7 +893,7 @@ class BulkInsertProducer(WriteProducer):
         cond = [_col(f).eqNullSafe(F.col(n)) for f, n in zip(fields, names, strict=True)]
         assigned = (
             tagged.withColumn("__h", h)
-            .join(F.broadcast(self.job.spark.createDataFrame(by_raw)),
+            .join(F.broadcast(arrow_frame(self.job.spark, by_raw)),
                   [*cond, F.col("__h") >= F.col("__lo"), F.col("__h") < F.col("__hi")], "left")
             # a record of a partition the plan did not see has no bucket: its write task refuses it
             .withColumn(BUCKET_COL, F.coalesce(F.col("__b"), F.lit(_UNPLANNED)).cast("int"))

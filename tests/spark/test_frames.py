@@ -75,3 +75,17 @@ def test_a_write_of_held_rows_caches_them_and_releases_them(spark, tmp_path) -> 
     got = Table.open(str(tmp_path / "t")).to_arrow()
     assert sorted(zip(got.column("id").to_pylist(), got.column("ts").to_pylist(), strict=True)) == list(
         zip(rows.column("id").to_pylist(), rows.column("ts").to_pylist(), strict=True))
+
+
+def test_arrow_frame_keeps_the_rows_after_an_empty_batch(spark) -> None:  # type: ignore[no-untyped-def]
+    """An Arrow table whose batches hold 2, 0 and 3 rows (a join's or a reader's output) is 5 rows in Spark:
+    PySpark 4.3's ``createDataFrame`` alone stops at the empty batch."""
+    import pyarrow as pa
+
+    from pyhudi.spark.frames import arrow_frame
+
+    s = pa.schema([("a", pa.int64())])
+    t = pa.Table.from_batches([pa.record_batch([pa.array(v, pa.int64())], schema=s) for v in ([1, 2], [], [3, 4, 5])])
+    assert [b.num_rows for b in t.to_batches()] == [2, 0, 3]
+    assert sorted(r.a for r in arrow_frame(spark, t).collect()) == [1, 2, 3, 4, 5]
+    assert arrow_frame(spark, t.slice(0, 0)).collect() == []
