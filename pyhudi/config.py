@@ -371,8 +371,10 @@ READ_SPARK_PARQUET = Option(
     section=_R)
 READ_DATA_SKIPPING = Option(
     "hoodie.enable.data.skipping", "true",
-    "`spark.read.format(\"hudi\")`: skip files by the metadata table's `column_stats` and row groups by their "
-    "parquet statistics for the query's filters (partition pruning and record-key lookups always run).",
+    "`spark.read.format(\"hudi\")`: skip files by the metadata table's `column_stats` and record index and row "
+    "groups by their parquet statistics for the query's filters (partition pruning always runs). The record index "
+    "assumes unique keys, as Hudi's does: a key `insert`/`bulk_insert` wrote twice (`pyhudi validate` names it) is "
+    "read from the file group the index names; false reads every copy.",
     section=_R)
 
 # -- metadata table -------------------------------------------------------------------------------------------------

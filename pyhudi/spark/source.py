@@ -108,6 +108,7 @@ def plan_query(options: Mapping[str, str], preds: tuple[Pred, ...] = (),
         # may see a record's older copy elsewhere)
         use_ri = as_of is None and (not ro or table.config.is_cow)
     skipping = C.bool_option(options, C.READ_DATA_SKIPPING)
+    use_ri = use_ri and skipping
     plan, report = prune(table, plan, preds, timeline=tl, use_record_index=use_ri, column_stats=skipping)
     if not skipping:
         plan = ScanPlan(replace(plan.read, predicates=()), plan.slices)

@@ -274,3 +274,19 @@ def test_registration_and_errors(spark, tables: dict[str, str]) -> None:  # type
             spark.sql("SELECT * FROM src_cat").collect()
     finally:
         spark.sql("DROP TABLE IF EXISTS src_cat")
+
+
+def test_a_key_written_twice(spark, reader, tables: dict[str, str]) -> None:  # type: ignore[no-untyped-def]
+    """The fixture's second ``insert`` wrote TXN-002 again, in another file group, and the record index names that
+    one (Hudi's record index assumes unique keys; ``pyhudi validate`` names the key): a snapshot returns both
+    copies, ``key = x`` the copy the index names, as Apache Hudi's reader does; without data skipping, both."""
+    base = tables["mor_v9_nonpartitioned_rollback.zip"]
+    df = load(spark, base)
+    files = sorted(r["_hoodie_file_name"] for r in df.where("txn_id >= 'TXN-002' AND txn_id < 'TXN-003'").collect())
+    assert len(files) == 2 and len(set(files)) == 2
+    plan, rep = plan_query({"path": base}, (Pred("txn_id", EQ, "TXN-002"),))
+    assert "record_index" in rep.steps and len(plan.slices) == 1
+    named = plan.slices[0].file_id
+    assert [r["_hoodie_file_name"].startswith(named) for r in df.where("txn_id = 'TXN-002'").collect()] == [True]
+    every = load(spark, base, hoodie__enable__data__skipping="false").where("txn_id = 'TXN-002'")
+    assert sorted(r["_hoodie_file_name"] for r in every.collect()) == files
