@@ -33,7 +33,8 @@ def arrow_frame(spark: SparkSession, table: pa.Table, schema: StructType | None 
     """``spark.createDataFrame`` of an Arrow table, handed over as one record batch. PySpark 4.3 ends the stream
     of a table's batches at the first empty one: a table of 2, 0 and 3 rows becomes a DataFrame of 2 rows, with
     no error. Joins, filters and concatenations of Arrow tables (and readers' outputs) make empty batches."""
-    return spark.createDataFrame(table.combine_chunks(), schema=schema)
+    one = table.combine_chunks()
+    return spark.createDataFrame(one) if schema is None else spark.createDataFrame(one, schema=schema)
 
 
 def held_rows(df: DataFrame) -> int:
