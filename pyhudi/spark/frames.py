@@ -31,8 +31,9 @@ def local_frame(spark: SparkSession, rows: Sequence[Sequence[Any]], schema: str 
 
 def arrow_frame(spark: SparkSession, table: pa.Table, schema: StructType | None = None) -> DataFrame:
     """``spark.createDataFrame`` of an Arrow table, handed over as one record batch. PySpark 4.3 ends the stream
-    of a table's batches at the first empty one: a table of 2, 0 and 3 rows becomes a DataFrame of 2 rows, with
-    no error. Joins, filters and concatenations of Arrow tables (and readers' outputs) make empty batches."""
+    of a table's batches at an empty one that follows rows: a table of 2, 0 and 3 rows becomes a DataFrame of 2
+    rows, with no error. Joins, filters and concatenations of Arrow tables (and readers' outputs) make empty
+    batches."""
     one = table.combine_chunks()
     return spark.createDataFrame(one) if schema is None else spark.createDataFrame(one, schema=schema)
 

@@ -91,19 +91,21 @@ TABLES: dict[str, tuple[str, dict[str, str]]] = {
 }
 
 
-def _write(spark: Any, base: str, table_type: str, extra: dict[str, str]) -> tuple[list[dict[str, Any]], list[str]]:
-    """Inserts, then three rounds of an upsert (updates and new keys) and a delete: the rows held at the end and
-    each commit's instant."""
+def _write(spark: Any, base: str, table_type: str, extra: dict[str, str],
+           seed: str) -> tuple[list[dict[str, Any]], list[str]]:
+    """Inserts, then three rounds of an upsert (updates and new keys) and a delete, drawn from ``seed``: the rows
+    held at the end and each commit's instant."""
     opts = {
         "hoodie.table.name": "fuzz", "hoodie.datasource.write.recordkey.field": "key",
         "hoodie.datasource.write.partitionpath.field": "part", "hoodie.table.ordering.fields": "ts",
         "hoodie.index.type": "RECORD_INDEX", "hoodie.metadata.record.index.enable": "true",
         "hoodie.metadata.index.column.stats.enable": "true",
         "hoodie.parquet.small.file.limit": "0",  # new keys in new file groups: several per partition
+        "hoodie.parquet.block.size": "4096",  # several row groups per base file
         "hoodie.table.type": table_type,
         **extra,
     }
-    rng = random.Random(SEED)
+    rng = random.Random(seed)
     held: dict[str, dict[str, Any]] = {}
     made = 0
 
@@ -180,7 +182,7 @@ def fuzz_tables(spark, tmp_path_factory: pytest.TempPathFactory) -> dict[str, tu
     out = {}
     for label, (table_type, extra) in TABLES.items():
         base = str(tmp_path_factory.mktemp("fuzz") / "t")
-        held, instants = _write(spark, base, table_type, extra)
+        held, instants = _write(spark, base, table_type, extra, f"{SEED}/{label}")
         # the rows written are the rows hudi-rs reads back: it is the reference of every query below
         theirs = _hudi_rs(base, HudiReadOptions()).select(SCHEMA.names).cast(SCHEMA)
         assert comparable_rows(theirs.to_pylist(), SCHEMA.names) == comparable_rows(held, SCHEMA.names)
@@ -192,7 +194,8 @@ def fuzz_tables(spark, tmp_path_factory: pytest.TempPathFactory) -> dict[str, tu
 def test_random_filters_on_written_tables(spark, reader, fuzz_tables, label: str) -> None:  # type: ignore[no-untyped-def]
     base, instants = fuzz_tables[label]
     views = _views(base, instants, TABLES[label][0] == "MERGE_ON_READ")
-    conditions = Conditions(views[0][2].select(SCHEMA.names).cast(SCHEMA), "key", random.Random(SEED), extra=EXTRA)
+    conditions = Conditions(views[0][2].select(SCHEMA.names).cast(SCHEMA), "key", random.Random(f"{SEED}/{label}"),
+                            extra=EXTRA)
     _check(spark, base, label, views, conditions, SCHEMA)
 
 

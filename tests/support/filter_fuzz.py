@@ -95,7 +95,8 @@ class Conditions:
         self.keys = sorted(k for k in held if k is not None and k not in twice)
         self.pools: dict[str, list[Any]] = {}
         for name, t in self.types.items():
-            values = dict.fromkeys(sorted(table.column(name).to_pylist(), key=repr))  # in the same order every run
+            # each value once (NaN too, and -0.0 beside 0.0), in the same order every run
+            values = {repr(v): v for v in sorted(table.column(name).to_pylist(), key=repr)}.values()
             seen = [v for v in values if name != key or v not in twice]
             picked = rng.sample(seen, min(len(seen), 8))
             pool = picked + [n for v in picked for n in _neighbours(t, v)] + list(dict(extra).get(name, ()))
@@ -153,7 +154,7 @@ class Conditions:
 
 
 def comparable_rows(rows: Sequence[Any], cols: Sequence[str]) -> list[tuple[Any, ...]]:
-    """Rows as sortable tuples (NaN as a string: it equals nothing)."""
+    """Rows as sortable tuples (floats as their repr)."""
     def norm(v: Any) -> Any:
-        return "NaN" if isinstance(v, float) and math.isnan(v) else v
+        return repr(v) if isinstance(v, float) else v  # NaN equals nothing, and -0.0 is not 0.0 here
     return sorted((tuple(norm(r[c]) for c in cols) for r in rows), key=repr)
