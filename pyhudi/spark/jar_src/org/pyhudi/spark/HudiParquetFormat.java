@@ -31,7 +31,7 @@ import scala.jdk.javaapi.CollectionConverters;
 /**
  * Spark's parquet format, given only the filters that parquet's row-group statistics and dictionaries judge as
  * Spark compares values: those on top-level integer, string, boolean, date, timestamp and decimal columns, except
- * the columns pyhudi's planner names (timestamps stored in other units than microseconds: Spark's parquet filters
+ * the columns pyhudi's planner names (timestamps some commit recorded in milliseconds: Spark's parquet filters
  * round a literal to the file's unit), and none when the read turns data skipping off.
  *
  * <p>A filter on a floating-point column is not pushed into the parquet reader: statistics leave NaN out of a
