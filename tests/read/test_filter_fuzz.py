@@ -7,7 +7,7 @@ accented and 4-byte strings, strings with ``%``, ``_`` and quotes, dates before 
 paths with a slash, a space and a non-ASCII letter (one table hive-style and URL-encoded on two fields), with
 column statistics and the record index; each is queried as a snapshot, as of an earlier commit, incrementally and
 (merge-on-read, with updates and deletes in log files) read-optimized. Every fixture table is queried too, its
-conditions drawn from its own values.
+conditions drawn from its own values, and two tables whose second commit added columns (and promoted one).
 
 ``PYHUDI_FUZZ_SEED`` and ``PYHUDI_FUZZ_QUERIES`` choose other and more conditions.
 """
@@ -212,3 +212,56 @@ def test_random_filters_on_fixtures(spark, reader, zip_name: str, tmp_path: Path
     schema = pa.schema([f for f in data.schema if not f.name.startswith("_hoodie_")])
     conditions = Conditions(data.select(schema.names), key, random.Random(f"{SEED}/{zip_name}"))
     _check(spark, base, zip_name, views, conditions, schema)
+
+
+# -- schemas that evolve ----------------------------------------------------------------------------------------
+OLD = pa.schema([("key", pa.string()), ("ts", pa.int64()), ("part", pa.string()), ("n", pa.int32()),
+                 ("s", pa.string())])
+EVOLUTIONS = {
+    # columns added by the second commit: older files lack them (null there), their statistics too
+    "added columns": pa.schema([*OLD, ("e", pa.string()), ("g", pa.date32())]),
+    # and one promoted from int to long: older files hold ints (the Python source reads that table)
+    "added and promoted columns": pa.schema([*OLD.remove(OLD.get_field_index("n")), ("n", pa.int64()),
+                                             ("e", pa.string()), ("g", pa.date32())]),
+}
+
+
+@pytest.mark.parametrize("label", list(EVOLUTIONS))
+def test_random_filters_on_an_evolved_table(spark, reader, label: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Rows written before a commit added columns (and promoted one) read with nulls there; no file is pruned by
+    statistics it lacks. The reference is the rows written, in the latest schema."""
+    new = EVOLUTIONS[label]
+    rng = random.Random(f"{SEED}/{label}")
+    opts = {
+        "hoodie.table.name": "evolved", "hoodie.datasource.write.recordkey.field": "key",
+        "hoodie.datasource.write.partitionpath.field": "part", "hoodie.table.ordering.fields": "ts",
+        "hoodie.index.type": "RECORD_INDEX", "hoodie.metadata.record.index.enable": "true",
+        "hoodie.metadata.index.column.stats.enable": "true", "hoodie.parquet.small.file.limit": "0",
+    }
+
+    def row(key: str, ts: int, part: str, schema: pa.Schema) -> dict[str, Any]:
+        r = {"key": key, "ts": ts, "part": part, "n": rng.choice([-2**31, -1, 0, 7, 2**31 - 1, None]),
+             "s": rng.choice(VALUES["s"])}
+        if "e" in schema.names:
+            r["e"] = rng.choice(["", "x", "\u00e9", None])
+            r["g"] = rng.choice([d for d in VALUES["d"] if d is None or d.year < 9999])
+        return r
+
+    base = str(tmp_path / "t")
+    first = [row(f"k{i:03d}", 1, rng.choice(VALUES["part"]), OLD) for i in range(120)]
+    Table.create(base, OLD, opts).write(spark.createDataFrame(pa.Table.from_pylist(first, OLD)), "insert", opts)
+    held = {r["key"]: {**dict.fromkeys(new.names), **r} for r in first}
+    batch = [row(k, 2, held[k]["part"], new) for k in rng.sample(sorted(held), 30)]
+    batch += [row(f"k{i:03d}", 2, rng.choice(VALUES["part"]), new) for i in range(120, 150)]
+    Table.open(base).write(spark.createDataFrame(pa.Table.from_pylist(batch, new)), "upsert", opts)
+    held.update((r["key"], r) for r in batch)
+    gone = rng.sample(sorted(held), 10)
+    Table.open(base).write(spark.createDataFrame(pa.Table.from_pylist([held[k] for k in gone], new)), "delete",
+                           opts)
+    for k in gone:
+        del held[k]
+    rows = pa.Table.from_pylist(list(held.values()), new)
+    plan = str(spark.read.format("hudi").load(base)._jdf.queryExecution().executedPlan().toString())
+    assert ("HudiFileIndex" in plan) == (reader == "spark_parquet" and label == "added columns")
+    conditions = Conditions(rows, "key", rng)
+    _check(spark, base, label, [("snapshot", {}, rows)], conditions, new)
