@@ -11,8 +11,9 @@ through Py4J's callback server) for the base files, pruned by partition, record 
 the metadata table, as the Python reader's plan is. The query's filters stay in the plan, so Spark evaluates every
 one of them on the rows it reads; only those on top-level integer, string, boolean, date, timestamp and decimal
 columns reach parquet's row-group filters (``HudiParquetFormat``: NaN and -0.0 make a floating-point column's
-statistics and dictionaries skip matching rows), not those on a timestamp some commit recorded in milliseconds
-(:func:`refusal`), and none without data skipping; a planned file that is missing fails the query.
+statistics and dictionaries skip matching rows; a timestamp literal finer than a millisecond would be rounded to
+the unit of a file storing milliseconds), and none without data skipping; a planned file that is missing fails the
+query.
 
 A scan is handed over only when Spark reads its files as pyhudi does (:func:`refusal`): no log file is merged, the
 files are on the local filesystem (which every JVM of a local session reaches), the table does not map columns by
@@ -142,14 +143,9 @@ def _type_ok(t: pa.DataType) -> bool:
     return False
 
 
-def refusal(options: Mapping[str, str], schema: StructType) -> tuple[str | None, str, tuple[str, ...]]:
-    """(None, the table's root URI for the JVM, the columns whose filters must not reach parquet's row-group
-    filters) when Spark's parquet reader can read the scan of ``schema`` (the columns Spark asks of the source, its
-    types) exactly; else (why not, "", ()).
-
-    A timestamp column stored in other units than microseconds (``timestamp-millis``, as Flink and Avro schemas
-    write it) is read exactly, but Spark's parquet filters round a literal to the file's unit, so ``t < x`` would
-    skip row groups holding matching rows: its filters are evaluated on the rows read only."""
+def refusal(options: Mapping[str, str], schema: StructType) -> tuple[str | None, str]:
+    """(None, the table's root URI for the JVM) when Spark's parquet reader can read the scan of ``schema`` (the
+    columns Spark asks of the source, its types) exactly; else (why not, "")."""
     from pyspark.sql.pandas.types import from_arrow_type
 
     from pyhudi.read import plan as read_plan
@@ -157,103 +153,80 @@ def refusal(options: Mapping[str, str], schema: StructType) -> tuple[str | None,
     from pyhudi.table.schema import resolve_schema, with_meta
 
     if not C.bool_option(options, C.READ_SPARK_PARQUET):
-        return f"{C.READ_SPARK_PARQUET}=false", "", ()
+        return f"{C.READ_SPARK_PARQUET}=false", ""
     qt = query_type(options)
     if qt == INCREMENTAL:
-        return "an incremental query (records filtered by commit)", "", ()
+        return "an incremental query (records filtered by commit)", ""
     table = read_plan.open_table(_path(options))
     cfg = table.config
     if qt == SNAPSHOT and not cfg.is_cow:
-        return "a merge-on-read snapshot (log files merged)", "", ()
+        return "a merge-on-read snapshot (log files merged)", ""
     if not table.storage.is_local:
-        return f"files on {table.storage.scheme} storage, which the JVM may not reach", "", ()
+        return f"files on {table.storage.scheme} storage, which the JVM may not reach", ""
     if not cfg.populate_meta_fields or cfg.drop_partition_columns:
-        return "meta or partition columns not stored in the files", "", ()
+        return "meta or partition columns not stored in the files", ""
     if cfg.base_file_format.strip().upper() != "PARQUET":
-        return f"base files in {cfg.base_file_format}", "", ()
+        return f"base files in {cfg.base_file_format}", ""
     tl = table.timeline()
     as_of = read_plan.as_of_instant(table.base_path, C.AS_OF_INSTANT.get(options))
     data, sor = resolve_schema(table.storage, table.base_path, cfg, tl, as_of=as_of)
     if sor is not None:
-        return "schema-on-read evolution (columns matched by field id)", "", ()
+        return "schema-on-read evolution (columns matched by field id)", ""
     table_schema = with_meta(data)
-    recorded = _recorded_types(table, tl)
-    changed = _retyped_columns(recorded, table_schema)
+    changed = _retyped_columns(table, tl, table_schema)
     for f in schema.fields:
         i = table_schema.get_field_index(f.name)
         if i < 0:
-            return f"column {f.name!r} is not the table's", "", ()
+            return f"column {f.name!r} is not the table's", ""
         t = table_schema.field(i).type
         if not _type_ok(t):
-            return f"column {f.name!r} of type {t}", "", ()
+            return f"column {f.name!r} of type {t}", ""
         if from_arrow_type(t) != f.dataType:  # a user schema's other type: the Python source converts it
-            return f"column {f.name!r} asked as {f.dataType.simpleString()}, stored as {t}", "", ()
+            return f"column {f.name!r} asked as {f.dataType.simpleString()}, stored as {t}", ""
         if f.name in changed:  # older files hold another type, which Spark's reader may not convert as Avro does
-            return f"column {f.name!r} was stored as {changed[f.name]} by an earlier commit", "", ()
-    # base files may hold milliseconds, to which Spark's parquet filters round a literal
-    unpushed = tuple(sorted(name for name, ts in recorded.items() if MILLIS in ts))
-    return None, Path(table.base_path).as_uri(), unpushed
+            return f"column {f.name!r} was stored as {changed[f.name]} by an earlier commit", ""
+    return None, Path(table.base_path).as_uri()
 
 
 #: (base path, instant) -> the column types a completed commit's schema recorded; (base path, "archived", LSM
-#: version) -> those of the archived commits. Commits never change once completed. A top-level timestamp recorded
-#: in milliseconds has the type ``MILLIS`` beside its other type (Spark reads it as microseconds, as pyhudi does).
-_COMMIT_TYPES: dict[tuple[str, ...], dict[str, set[str]]] = {}
-MILLIS = "timestamp-millis"
+#: version) -> those of the archived commits. Commits never change once completed.
+_COMMIT_TYPES: dict[tuple[str, ...], dict[str, str]] = {}
 
 
-def _schema_types(md: Mapping[str, Any]) -> dict[str, set[str]]:
+def _schema_types(md: Mapping[str, Any]) -> dict[str, str] | None:
     from pyhudi.table.schema import avro_to_arrow
 
     s = (md.get("extraMetadata") or {}).get("schema")
     if not s:
-        return {}
-    out = {f.name: {str(f.type)} for f in avro_to_arrow(s)}
-    for field in json.loads(s).get("fields", []):
-        branches = field.get("type") if isinstance(field.get("type"), list) else [field.get("type")]
-        if any(isinstance(b, dict) and b.get("logicalType") in (MILLIS, "local-" + MILLIS) for b in branches):
-            out.setdefault(str(field.get("name")), set()).add(MILLIS)
-    return out
+        return None
+    return {f.name: str(f.type) for f in avro_to_arrow(s)}
 
 
-def _recorded_types(table: Any, tl: Any) -> dict[str, set[str]]:
-    """Every type each column had in a commit of the table's history (active and archived)."""
+def _retyped_columns(table: Any, tl: Any, current: pa.Schema) -> dict[str, str]:
+    """The columns some commit of the table's history (active and archived) recorded with another type than
+    ``current``'s: their base files may hold that type (a promotion: int to long, long to double, ...)."""
     from pyhudi.table.lsm_timeline import ArchivedTimeline, LsmHistory
 
-    recorded: list[dict[str, set[str]]] = []
+    recorded: list[dict[str, str]] = []
     for inst in tl.completed_commits():
         key: tuple[str, ...] = (table.base_path, inst.requested_time)
         if key not in _COMMIT_TYPES:
-            _COMMIT_TYPES[key] = _schema_types(tl.read_commit_metadata(inst))
+            _COMMIT_TYPES[key] = _schema_types(tl.read_commit_metadata(inst)) or {}
         recorded.append(_COMMIT_TYPES[key])
     version = LsmHistory.for_table(table.storage, table.base_path, table.config).latest_version()
     if version > 0:
         key = (table.base_path, "archived", str(version))
         if key not in _COMMIT_TYPES:
             archived = ArchivedTimeline.load(table.storage, table.base_path, table.config)
-            union: dict[str, set[str]] = {}
+            union: dict[str, str] = {}
             for inst in archived.completed_commits():
-                for name, ts in _schema_types(archived.read_commit_metadata(inst)).items():
-                    union.setdefault(name, set()).update(ts)
+                for name, t in (_schema_types(archived.read_commit_metadata(inst)) or {}).items():
+                    if union.setdefault(name, t) != t:
+                        union[name] = "several types"
             _COMMIT_TYPES[key] = union
         recorded.append(_COMMIT_TYPES[key])
-    out: dict[str, set[str]] = {}
-    for types in recorded:
-        for name, ts in types.items():
-            out.setdefault(name, set()).update(ts)
-    return out
-
-
-def _retyped_columns(recorded: dict[str, set[str]], current: pa.Schema) -> dict[str, str]:
-    """The columns some commit of the table's history (``recorded``) recorded with another type than ``current``'s:
-    their base files may hold that type (a promotion: int to long, long to double, ...)."""
     now = {f.name: str(f.type) for f in current}
-    out = {}
-    for name, ts in recorded.items():
-        other = sorted(ts - {now.get(name), MILLIS})
-        if name in now and other:
-            out[name] = other[0] if len(other) == 1 else "several types"
-    return out
+    return {name: t for types in recorded for name, t in types.items() if name in now and now[name] != t}
 
 
 _DOMAINS: dict[str, Callable[[Any], Any]] = {
@@ -292,15 +265,14 @@ class Planner:
 
         options = CaseInsensitiveDict(json.loads(options_json))
         try:
-            why, root, unpushed = refusal(options, StructType.fromJson(json.loads(schema_json)))
+            why, root = refusal(options, StructType.fromJson(json.loads(schema_json)))
         except Exception as e:  # the Python source reads the scan and reports what is wrong
-            why, root, unpushed = f"{type(e).__name__}: {e}", "", ()
+            why, root = f"{type(e).__name__}: {e}", ""
         if why is not None:
             log.debug("pyhudi: %s is read by the Python source: %s", options.get("path"), why)
             return json.dumps({"use": False, "why": why})
         # without data skipping no filter reaches parquet's row-group filters either
-        push = C.bool_option(options, C.READ_DATA_SKIPPING)
-        return json.dumps({"use": True, "root": root, "push": push, "unpushed": list(unpushed)})
+        return json.dumps({"use": True, "root": root, "push": C.bool_option(options, C.READ_DATA_SKIPPING)})
 
     def files(self, options_json: str, predicates_json: str) -> str:
         from pyspark.sql.datasource import CaseInsensitiveDict

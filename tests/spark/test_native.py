@@ -81,13 +81,12 @@ def test_which_scans_spark_reads(spark, cow: str, tmp_path: Path) -> None:  # ty
     assert not uses_spark_reader(snap) and snap.where("id = 'k010'").collect()[0]["ts"] == 90
     ro = spark.read.format("hudi").option(QT, "read_optimized").load(m.base)
     assert uses_spark_reader(ro) and ro.where("id = 'k010'").collect()[0]["ts"] == 10
-    why, _, _ = refusal({"path": m.base}, StructType([StructField("id", StringType())]))
+    why, _ = refusal({"path": m.base}, StructType([StructField("id", StringType())]))
     assert why == "a merge-on-read snapshot (log files merged)"
-    why, root, unpushed = refusal({"path": cow}, StructType([StructField("id", StringType()),
-                                                              StructField("n", LongType())]))
-    assert why is None and root == Path(cow).as_uri() and unpushed == ()
+    why, root = refusal({"path": cow}, StructType([StructField("id", StringType()), StructField("n", LongType())]))
+    assert why is None and root == Path(cow).as_uri()
     # a user schema asking a column as another type: the Python source converts it
-    why, _, _ = refusal({"path": cow}, StructType([StructField("n", DoubleType())]))
+    why, _ = refusal({"path": cow}, StructType([StructField("n", DoubleType())]))
     assert why == "column 'n' asked as double, stored as int64"
     as_double = spark.read.format("hudi").schema("id string, n double").load(cow)
     assert not uses_spark_reader(as_double)
@@ -169,7 +168,7 @@ def test_planner_declines_what_it_cannot_read(tmp_path: Path) -> None:
     assert json.loads(p.describe(json.dumps({"path": str(tmp_path / "none")}), schema("a")))["use"] is False
     base = str(unzip_table("cow_v9_txns_simple_meta.zip", tmp_path))
     ok = json.loads(p.describe(json.dumps({"path": base}), schema("txn_id")))
-    assert ok == {"use": True, "root": Path(base).as_uri(), "push": True, "unpushed": []}
+    assert ok == {"use": True, "root": Path(base).as_uri(), "push": True}
     off = json.loads(p.describe(json.dumps({"path": base, "hoodie.enable.data.skipping": "false"}), schema("txn_id")))
     assert off["use"] is True and off["push"] is False
     no = json.loads(p.describe(json.dumps({"path": base}), schema("nope")))
@@ -255,7 +254,7 @@ def test_promoted_columns_stay_with_the_python_source(spark, tmp_path: Path) -> 
     second = pa.table({"id": ["c"], "ts": pa.array([2], pa.int64()), "dt": [DAYS[1]],
                        "n": pa.array([1.5], pa.float64())})
     Table.open(base).write(spark.createDataFrame(second), "upsert", opts)
-    why, _, _ = refusal({"path": base}, StructType([StructField("n", DoubleType())]))
+    why, _ = refusal({"path": base}, StructType([StructField("n", DoubleType())]))
     assert why == "column 'n' was stored as int64 by an earlier commit"
     df = spark.read.format("hudi").load(base)
     assert not uses_spark_reader(df)
@@ -340,9 +339,11 @@ def test_nan_and_negative_zero_are_never_skipped(spark, reader, tmp_path: Path) 
 
 
 def test_millisecond_timestamps_are_never_skipped(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    """A timestamp column stored in milliseconds (``timestamp-millis``, as Flink and Avro schemas write it): Spark's
-    parquet filters would round ``t < 00:00:00.0005`` to ``t < 00:00:00.000`` and skip the row group of two
-    matching rows; the planner keeps that column's filters out of parquet's row-group filters."""
+    """A timestamp column stored in milliseconds (``timestamp-millis``, as Flink and Avro schemas write it, or
+    Hudi's row writer with ``hoodie.parquet.outputtimestamptype=TIMESTAMP_MILLIS`` under a microsecond schema):
+    Spark's parquet filters would round ``t < 00:00:00.0005`` to ``t < 00:00:00.000`` and skip the row group of
+    two matching rows. A filter with a timestamp literal finer than a millisecond stays out of parquet's
+    row-group filters."""
     m = MorTable(tmp_path / "t", extra_fields=[("t", {"type": "long", "logicalType": "timestamp-millis"})])
     stored = m.arrow_schema()  # the base file holds milliseconds, as the schema says
     stored = stored.set(stored.get_field_index("t"), pa.field("t", pa.timestamp("ms", "UTC")))
@@ -350,10 +351,9 @@ def test_millisecond_timestamps_are_never_skipped(spark, tmp_path: Path) -> None
     when = dt.datetime(2026, 6, 1, tzinfo=dt.UTC)
     m.commit(base={"fg1": [{"id": "a", "ts": 1, "t": when}, {"id": "b", "ts": 1, "t": when}]})
     ro = spark.read.format("hudi").option(QT, "read_optimized").load(m.base)
-    why, _, unpushed = refusal({"path": m.base, QT: "read_optimized"}, StructType([StructField("id", StringType())]))
-    assert why is None and unpushed == ("t",)
     lit = "TIMESTAMP'2026-06-01 00:00:00.0005+00:00'"
-    for cond in [f"t < {lit}", f"t != {lit}", f"t NOT IN ({lit})", f"t <= {lit} AND t > TIMESTAMP'2026-05-31'"]:
+    for cond in [f"t < {lit}", f"t != {lit}", f"t NOT IN ({lit})", f"t <= {lit} AND t > TIMESTAMP'2026-05-31'",
+                 "t < TIMESTAMP'2026-06-01 00:00:00.001+00:00'", "t = TIMESTAMP'2026-06-01 00:00:00+00:00'"]:
         q = ro.where(cond)
         assert uses_spark_reader(q)
         assert sorted(r["id"] for r in q.collect()) == ["a", "b"], cond
@@ -361,8 +361,8 @@ def test_millisecond_timestamps_are_never_skipped(spark, tmp_path: Path) -> None
 
 def test_which_filters_reach_parquet(spark) -> None:  # type: ignore[no-untyped-def]
     """Only filters on top-level columns of exactly judged types reach parquet's row-group filters: not those on a
-    floating-point or nested column, a name with a dot, a column the planner names, or a disjunction or
-    negation involving one."""
+    floating-point or nested column or a name with a dot, nor one with a timestamp finer than a millisecond, nor
+    a disjunction or negation involving one."""
     jvm = spark._jvm
     src = jvm.org.apache.spark.sql.sources
     schema = StructType.fromDDL("a int, f double, s struct<x: int>, `a.b` int, t timestamp, d decimal(5,2)")
@@ -370,10 +370,24 @@ def test_which_filters_reach_parquet(spark) -> None:  # type: ignore[no-untyped-
 
     def kept(*filters: Any) -> list[str]:
         seq = jvm.scala.jdk.javaapi.CollectionConverters.asScala(jvm.java.util.ArrayList(list(filters))).toList()
-        out = jvm.org.pyhudi.spark.HudiParquetFormat.judgedExactly(seq, jschema, jvm.java.util.HashSet(["t"]))
+        out = jvm.org.pyhudi.spark.HudiParquetFormat.judgedExactly(seq, jschema)
         return [str(x.toString()) for x in jvm.scala.jdk.javaapi.CollectionConverters.asJava(out)]
 
+    def at(nanos: int) -> Any:
+        t = jvm.java.sql.Timestamp(1_780_272_000_000)
+        t.setNanos(nanos)
+        return t
+
+    def is_in(column: str, *values: Any) -> Any:
+        arr = spark.sparkContext._gateway.new_array(jvm.java.lang.Object, len(values))
+        for i, v in enumerate(values):
+            arr[i] = v
+        return src.In(column, arr)
+
     a, f = src.GreaterThan("a", 1), src.GreaterThan("f", 2.0)
+    ms, finer, whole = src.LessThan("t", at(1_000_000)), src.LessThan("t", at(500_000)), is_in("t", at(0), at(2_000_000))
     assert kept(a, f, src.GreaterThan("s.x", 1), src.EqualTo("`a.b`", 1), src.EqualTo("a.b", 1),
-                src.IsNull("t"), src.Or(a, f), src.Not(src.EqualTo("f", 0.0)), src.Not(a),
-                src.IsNotNull("d")) == ["GreaterThan(a,1)", "Not(GreaterThan(a,1))", "IsNotNull(d)"]
+                src.Or(a, f), src.Not(src.EqualTo("f", 0.0)), src.Not(a), src.IsNotNull("d"), src.IsNull("t"),
+                ms, finer, src.Not(finer), src.Or(a, finer), is_in("t", at(0), at(500_000)), whole) == [
+        "GreaterThan(a,1)", "Not(GreaterThan(a,1))", "IsNotNull(d)", "IsNull(t)", str(ms.toString()),
+        str(whole.toString())]

@@ -1,15 +1,28 @@
 package org.pyhudi.spark;
 
 import java.util.ArrayList;
-import java.util.HashSet;
 import java.util.List;
-import java.util.Set;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.execution.datasources.PartitionedFile;
 import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat;
+import org.apache.spark.sql.sources.And;
+import org.apache.spark.sql.sources.EqualNullSafe;
+import org.apache.spark.sql.sources.EqualTo;
 import org.apache.spark.sql.sources.Filter;
+import org.apache.spark.sql.sources.GreaterThan;
+import org.apache.spark.sql.sources.GreaterThanOrEqual;
+import org.apache.spark.sql.sources.In;
+import org.apache.spark.sql.sources.IsNotNull;
+import org.apache.spark.sql.sources.IsNull;
+import org.apache.spark.sql.sources.LessThan;
+import org.apache.spark.sql.sources.LessThanOrEqual;
+import org.apache.spark.sql.sources.Not;
+import org.apache.spark.sql.sources.Or;
+import org.apache.spark.sql.sources.StringContains;
+import org.apache.spark.sql.sources.StringEndsWith;
+import org.apache.spark.sql.sources.StringStartsWith;
 import org.apache.spark.sql.types.BooleanType;
 import org.apache.spark.sql.types.ByteType;
 import org.apache.spark.sql.types.DataType;
@@ -30,32 +43,32 @@ import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * Spark's parquet format, given only the filters that parquet's row-group statistics and dictionaries judge as
- * Spark compares values: those on top-level integer, string, boolean, date, timestamp and decimal columns, except
- * the columns pyhudi's planner names (timestamps some commit recorded in milliseconds: Spark's parquet filters
- * round a literal to the file's unit), and none when the read turns data skipping off.
+ * Spark compares values: those on top-level integer, string, boolean, date, timestamp and decimal columns whose
+ * timestamps are whole milliseconds, and none when the read turns data skipping off.
  *
  * <p>A filter on a floating-point column is not pushed into the parquet reader: statistics leave NaN out of a
  * column chunk's min and max (Spark orders NaN above every number, so {@code f > 2.0} holds for it) and a
  * dictionary tells {@code -0.0} from {@code 0.0} (equal in Spark), so parquet would skip row groups that hold
- * matching rows. Nested columns are not pushed either. Spark evaluates every filter on the rows it reads, so a
- * filter kept out of the reader only costs reading.
+ * matching rows. Nor is a filter with a timestamp finer than a millisecond: a file may store milliseconds
+ * ({@code timestamp-millis} schemas, Flink, Hudi's {@code hoodie.parquet.outputtimestamptype}), and Spark rounds
+ * the literal to them ({@code t < 00:00:00.0005} would skip rows at {@code 00:00:00.000}). Nested columns are not
+ * pushed either. Spark evaluates every filter on the rows it reads, so a filter kept out of the reader only costs
+ * reading.
  */
 public final class HudiParquetFormat extends ParquetFileFormat {
   private static final long serialVersionUID = 1L;
   private final boolean push;
-  private final HashSet<String> unpushed;
 
-  /** {@code push}: whether any filter may reach parquet; {@code unpushed}: columns whose filters never do. */
-  public HudiParquetFormat(boolean push, List<String> unpushed) {
+  /** {@code push}: whether any filter may reach parquet (false: the read turns data skipping off). */
+  public HudiParquetFormat(boolean push) {
     this.push = push;
-    this.unpushed = new HashSet<>(unpushed);
   }
 
   @Override
   public Function1<PartitionedFile, Iterator<InternalRow>> buildReaderWithPartitionValues(
       SparkSession spark, StructType dataSchema, StructType partitionSchema, StructType requiredSchema,
       Seq<Filter> filters, Map<String, String> options, Configuration hadoopConf) {
-    Seq<Filter> pushed = push ? judgedExactly(filters, dataSchema, unpushed)
+    Seq<Filter> pushed = push ? judgedExactly(filters, dataSchema)
         : CollectionConverters.asScala(new ArrayList<Filter>()).toList();
     return super.buildReaderWithPartitionValues(spark, dataSchema, partitionSchema, requiredSchema, pushed,
         options, hadoopConf);
@@ -63,20 +76,63 @@ public final class HudiParquetFormat extends ParquetFileFormat {
 
   /**
    * The filters of {@code filters} whose every column is a top-level column of {@code schema} of an exactly
-   * judged type and not in {@code unpushed}.
+   * judged type and whose every timestamp is a whole millisecond.
    */
-  public static Seq<Filter> judgedExactly(Seq<Filter> filters, StructType schema, Set<String> unpushed) {
+  public static Seq<Filter> judgedExactly(Seq<Filter> filters, StructType schema) {
     List<Filter> keep = new ArrayList<>();
     for (Filter f : CollectionConverters.asJava(filters)) {
-      boolean exact = true;
+      boolean exact = wholeMillis(f);
       for (String column : f.references()) {
-        exact &= !unpushed.contains(column) && exactType(field(schema, column));
+        exact &= exactType(field(schema, column));
       }
       if (exact) {
         keep.add(f);
       }
     }
     return CollectionConverters.asScala(keep).toList();
+  }
+
+  /** Whether every timestamp {@code f} compares with is a whole millisecond (false for a filter not known here). */
+  private static boolean wholeMillis(Filter f) {
+    if (f instanceof And a) {
+      return wholeMillis(a.left()) && wholeMillis(a.right());
+    } else if (f instanceof Or o) {
+      return wholeMillis(o.left()) && wholeMillis(o.right());
+    } else if (f instanceof Not n) {
+      return wholeMillis(n.child());
+    } else if (f instanceof In in) {
+      for (Object v : in.values()) {
+        if (!wholeMillis(v)) {
+          return false;
+        }
+      }
+      return true;
+    } else if (f instanceof EqualTo e) {
+      return wholeMillis(e.value());
+    } else if (f instanceof EqualNullSafe e) {
+      return wholeMillis(e.value());
+    } else if (f instanceof GreaterThan c) {
+      return wholeMillis(c.value());
+    } else if (f instanceof GreaterThanOrEqual c) {
+      return wholeMillis(c.value());
+    } else if (f instanceof LessThan c) {
+      return wholeMillis(c.value());
+    } else if (f instanceof LessThanOrEqual c) {
+      return wholeMillis(c.value());
+    }
+    return f instanceof IsNull || f instanceof IsNotNull || f instanceof StringStartsWith
+        || f instanceof StringEndsWith || f instanceof StringContains;
+  }
+
+  private static boolean wholeMillis(Object v) {
+    if (v instanceof java.sql.Timestamp t) {
+      return t.getNanos() % 1_000_000 == 0;
+    } else if (v instanceof java.time.Instant i) {
+      return i.getNano() % 1_000_000 == 0;
+    } else if (v instanceof java.time.LocalDateTime l) {
+      return l.getNano() % 1_000_000 == 0;
+    }
+    return true;
   }
 
   private static StructField field(StructType schema, String name) {

@@ -182,9 +182,7 @@ public final class HudiScanRule extends Rule<LogicalPlan> {
       return scan;
     }
     HudiFileIndex index = new HudiFileIndex(planner, options, answer.get("root").asText());
-    List<String> unpushed = new ArrayList<>();
-    answer.path("unpushed").forEach(n -> unpushed.add(n.asText()));
-    HudiParquetFormat format = new HudiParquetFormat(answer.path("push").asBoolean(true), unpushed);
+    HudiParquetFormat format = new HudiParquetFormat(answer.path("push").asBoolean(true));
     HadoopFsRelation relation = new HadoopFsRelation(index, new StructType(), dataSchema, Option.empty(),
         format, READ_OPTIONS, spark);
     return LogicalRelation$.MODULE$.apply(relation, output, Option.empty(), false, Option.empty());
