@@ -833,10 +833,10 @@ def decode_avro_blocks_content(contents: Sequence[bytes], schema_json: str | Non
 
 def decode_parquet_block_content(content: bytes, where: str = "<parquet block>") -> pa.Table:
     """The records of a PARQUET_DATA block: the content is a whole parquet file."""
-    import pyarrow.parquet as pq
+    from pyhudi.io.parquet import read_parquet
 
     try:
-        return pq.read_table(pa.BufferReader(content))
+        return read_parquet(pa.BufferReader(content))
     except (pa.ArrowInvalid, OSError) as e:
         raise CorruptFileError(where, f"parquet data block: {e}") from None
 

@@ -423,12 +423,12 @@ def file_ranges(storage: Any, path: str, schema: pa.Schema, columns: Sequence[st
     records of its data blocks; ``schema``: the table's columns with meta columns)."""
     import posixpath
 
-    import pyarrow.parquet as pq
+    from pyhudi.io.parquet import parquet_file
 
     name = posixpath.basename(path)
     if not name.startswith("."):
         with storage.open_input(path) as f:
-            pf = pq.ParquetFile(f)
+            pf = parquet_file(f)
             return ranges_from_parquet(pf.metadata, pf.schema_arrow, columns)
     from pyhudi.io.logfile import LogFileReader
 

@@ -34,6 +34,7 @@ import pyarrow.parquet as pq
 from pyhudi import config as C
 from pyhudi.errors import CorruptFileError, StorageError
 from pyhudi.io.logfile import BlockType, LogBlock, decode_avro_blocks_content
+from pyhudi.io.parquet import parquet_file
 from pyhudi.io.pools import shared_pool
 from pyhudi.io.storage import Storage
 from pyhudi.read.filters import Pred, Stats, all_may_match
@@ -293,7 +294,7 @@ class FileSliceReader:
                     yield out(b)
                 return
             with spec.storage.open_input(path) as f:
-                pf = pq.ParquetFile(f)
+                pf = parquet_file(f)
                 present = set(pf.schema_arrow.names)
                 wanted = spec.schema.names if mapping is None else [mapping.source_column(n) for n in spec.schema.names]
                 cols = [n for n in dict.fromkeys(wanted) if n is not None and n in present]

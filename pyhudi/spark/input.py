@@ -442,12 +442,13 @@ def _read_in_tasks(spark: SparkSession, storage: Storage, found: InputFiles) -> 
 def _read_file(storage: Storage, path: str, fmt: str, source: pa.Schema, target: pa.Schema) -> Iterator[pa.RecordBatch]:
     """The records of one file as batches of ``target`` (in a task)."""
     import pyarrow.json as pjson
-    import pyarrow.parquet as pq
+
+    from pyhudi.io.parquet import parquet_file
 
     try:
         if fmt == "parquet":
             with storage.open_input(path) as f:
-                pf = pq.ParquetFile(f)
+                pf = parquet_file(f)
                 missing = [n for n in source.names if n not in pf.schema_arrow.names]
                 if missing:
                     raise ValueError(f"it lacks column(s) {', '.join(missing)} of the first file")

@@ -38,6 +38,7 @@ from pyhudi.errors import ConfigError, CorruptFileError, InvalidInputError, Stor
 from pyhudi.io import bloom as bloom_mod
 from pyhudi.io.arrow import binary_array, binary_buffers, constant_strings, numbered_strings, to_binary_array
 from pyhudi.io.bloom import BloomFilter
+from pyhudi.io.parquet import parquet_file, parquet_format
 from pyhudi.io.storage import Storage
 from pyhudi.table.filenames import BaseFileName, FileNameError
 from pyhudi.table.schema import (
@@ -493,11 +494,11 @@ def read_base_file(
     try:
         if filter_keys is None:  # the file as it is: read directly (a dataset's set-up took as long as the read)
             with storage.open_input(path) as f:
-                pf = pq.ParquetFile(f)
+                pf = parquet_file(f)
                 check(pf.schema_arrow.names)
                 return pf.read(columns=cols)
         storage.check_path(path, "read")
-        dataset = pads.dataset(path, filesystem=storage.fs, format="parquet")
+        dataset = pads.dataset(path, filesystem=storage.fs, format=parquet_format())
         keys = filter_keys if isinstance(filter_keys, pa.Array) else pa.array(list(filter_keys), pa.string())
         if keys.type != pa.string():
             keys = keys.cast(pa.string())
