@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 if TYPE_CHECKING:
@@ -23,7 +24,7 @@ def parquet_file(source: Any) -> pq.ParquetFile:
     return pq.ParquetFile(source, coerce_int96_timestamp_unit=INT96_UNIT)
 
 
-def read_parquet(source: Any) -> Any:
+def read_parquet(source: Any) -> pa.Table:
     """A whole parquet file (``source``: a path or file) as an Arrow table, INT96 timestamps as microseconds."""
     return pq.read_table(source, coerce_int96_timestamp_unit=INT96_UNIT)
 
