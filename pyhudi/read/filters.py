@@ -30,6 +30,21 @@ _SPARK_OPS = {
 
 
 _REPLACEMENT = "\ufffd"  # what a string literal's invalid UTF-8 bytes become in Python
+# PySpark hands a data source every date of the Julian calendar's gap (1582-10-05 to 10-14) as 1582-10-15, and a
+# time in it on 1582-10-15: a value there may stand for an earlier literal
+_GAP_END = _dt.date(1582, 10, 15)
+
+
+def _known(v: Any) -> bool:
+    """Whether a filter value from PySpark is the query's literal (not a string whose bytes were not UTF-8, nor a
+    date or time the Julian gap may have moved)."""
+    if isinstance(v, str):
+        return _REPLACEMENT not in v
+    if isinstance(v, _dt.datetime):
+        return abs((v.date() - _GAP_END).days) > 1  # the day in any time zone
+    if isinstance(v, _dt.date):
+        return v != _GAP_END
+    return True
 
 
 @dataclass(frozen=True)
@@ -58,8 +73,8 @@ def from_spark(filters: Iterable[Any]) -> list[tuple[Any, Pred | None]]:
         if op == IN:
             value = tuple(value or ())
         values = value if isinstance(value, tuple) else (value,)
-        if any(isinstance(v, str) and _REPLACEMENT in v for v in values):
-            out.append((f, None))  # a string literal that was not valid UTF-8: its bytes are not known here
+        if not all(_known(v) for v in values):
+            out.append((f, None))  # a literal not known here: it prunes nothing
             continue
         out.append((f, Pred(attr[0], op, value)))
     return out

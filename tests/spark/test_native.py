@@ -391,3 +391,24 @@ def test_which_filters_reach_parquet(spark) -> None:  # type: ignore[no-untyped-
                 ms, finer, src.Not(finer), src.Or(a, finer), is_in("t", at(0), at(500_000)), whole) == [
         "GreaterThan(a,1)", "Not(GreaterThan(a,1))", "IsNotNull(d)", "IsNull(t)", str(ms.toString()),
         str(whole.toString())]
+
+
+def test_dates_of_the_julian_gap(spark, reader, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """PySpark hands a data source the dates 1582-10-05 to 10-14 (which the hybrid Julian calendar lacks) as
+    1582-10-15, and Spark hands parquet's filters dates through that calendar (``d > DATE'1582-10-10'`` became
+    ``d > 1582-10-20``): through either reader, no file or row group holding a match is skipped."""
+    from pyhudi.spark.frames import arrow_frame
+
+    base = str(tmp_path / "gap")
+    opts = {**OPTS, "hoodie.table.name": "gap"}
+    days = [dt.date(1582, 10, 4), dt.date(1582, 10, 15), dt.date(1582, 10, 20), dt.date(2026, 6, 1)]
+    t = pa.table({"id": ["a", "b", "c", "e"], "ts": pa.array([1] * 4, pa.int64()), "dt": DAYS,
+                  "d": pa.array(days, pa.date32()),
+                  "at": pa.array([dt.datetime.combine(d, dt.time(12), dt.UTC) for d in days],
+                                 pa.timestamp("us", "UTC"))})
+    Table.create(base, t.schema, opts).write(spark.createDataFrame(t), "insert", opts)
+    df, mem = spark.read.format("hudi").load(base), arrow_frame(spark, t)
+    for cond in ["d > DATE'1582-10-10'", "d >= DATE'1582-10-05'", "d = DATE'1582-10-15'", "d < DATE'1582-10-12'",
+                 "d IN (DATE'1582-10-14', DATE'1582-10-15')", "d <= DATE'1582-10-14'",
+                 "at > TIMESTAMP'1582-10-10 00:00:00+00:00'", "at < TIMESTAMP'1582-10-14 00:00:00+00:00'"]:
+        assert sorted(r["id"] for r in df.where(cond).collect()) == sorted(r["id"] for r in mem.where(cond).collect()), cond

@@ -44,15 +44,17 @@ import scala.jdk.javaapi.CollectionConverters;
 /**
  * Spark's parquet format, given only the filters that parquet's row-group statistics and dictionaries judge as
  * Spark compares values: those on top-level integer, string, boolean, date, timestamp and decimal columns whose
- * timestamps are whole milliseconds, and none when the read turns data skipping off.
+ * dates and timestamps are after 1582 and whole milliseconds, and none when the read turns data skipping off.
  *
  * <p>A filter on a floating-point column is not pushed into the parquet reader: statistics leave NaN out of a
  * column chunk's min and max (Spark orders NaN above every number, so {@code f > 2.0} holds for it) and a
  * dictionary tells {@code -0.0} from {@code 0.0} (equal in Spark), so parquet would skip row groups that hold
  * matching rows. Nor is a filter with a timestamp finer than a millisecond: a file may store milliseconds
  * ({@code timestamp-millis} schemas, Flink, Hudi's {@code hoodie.parquet.outputtimestamptype}), and Spark rounds
- * the literal to them ({@code t < 00:00:00.0005} would skip rows at {@code 00:00:00.000}). Nested columns are not
- * pushed either. Spark evaluates every filter on the rows it reads, so a filter kept out of the reader only costs
+ * the literal to them ({@code t < 00:00:00.0005} would skip rows at {@code 00:00:00.000}). Nor is one with a date
+ * or time before 1583: Spark hands parquet's filters dates and times through the hybrid Julian calendar, which moves
+ * those of its gap ({@code d > DATE'1582-10-10'} became {@code d > 1582-10-20}). Nested columns are not pushed
+ * either. Spark evaluates every filter on the rows it reads, so a filter kept out of the reader only costs
  * reading.
  */
 public final class HudiParquetFormat extends ParquetFileFormat {
@@ -76,12 +78,12 @@ public final class HudiParquetFormat extends ParquetFileFormat {
 
   /**
    * The filters of {@code filters} whose every column is a top-level column of {@code schema} of an exactly
-   * judged type and whose every timestamp is a whole millisecond.
+   * judged type and whose every date and timestamp is exact (see the class comment).
    */
   public static Seq<Filter> judgedExactly(Seq<Filter> filters, StructType schema) {
     List<Filter> keep = new ArrayList<>();
     for (Filter f : CollectionConverters.asJava(filters)) {
-      boolean exact = wholeMillis(f);
+      boolean exact = exactValues(f);
       for (String column : f.references()) {
         exact &= exactType(field(schema, column));
       }
@@ -92,45 +94,55 @@ public final class HudiParquetFormat extends ParquetFileFormat {
     return CollectionConverters.asScala(keep).toList();
   }
 
-  /** Whether every timestamp {@code f} compares with is a whole millisecond (false for a filter not known here). */
-  private static boolean wholeMillis(Filter f) {
+  /**
+   * Whether every date and timestamp {@code f} compares with is after 1582 and a whole millisecond (false for a
+   * filter not known here).
+   */
+  private static boolean exactValues(Filter f) {
     if (f instanceof And a) {
-      return wholeMillis(a.left()) && wholeMillis(a.right());
+      return exactValues(a.left()) && exactValues(a.right());
     } else if (f instanceof Or o) {
-      return wholeMillis(o.left()) && wholeMillis(o.right());
+      return exactValues(o.left()) && exactValues(o.right());
     } else if (f instanceof Not n) {
-      return wholeMillis(n.child());
+      return exactValues(n.child());
     } else if (f instanceof In in) {
       for (Object v : in.values()) {
-        if (!wholeMillis(v)) {
+        if (!exactValue(v)) {
           return false;
         }
       }
       return true;
     } else if (f instanceof EqualTo e) {
-      return wholeMillis(e.value());
+      return exactValue(e.value());
     } else if (f instanceof EqualNullSafe e) {
-      return wholeMillis(e.value());
+      return exactValue(e.value());
     } else if (f instanceof GreaterThan c) {
-      return wholeMillis(c.value());
+      return exactValue(c.value());
     } else if (f instanceof GreaterThanOrEqual c) {
-      return wholeMillis(c.value());
+      return exactValue(c.value());
     } else if (f instanceof LessThan c) {
-      return wholeMillis(c.value());
+      return exactValue(c.value());
     } else if (f instanceof LessThanOrEqual c) {
-      return wholeMillis(c.value());
+      return exactValue(c.value());
     }
     return f instanceof IsNull || f instanceof IsNotNull || f instanceof StringStartsWith
         || f instanceof StringEndsWith || f instanceof StringContains;
   }
 
-  private static boolean wholeMillis(Object v) {
+  /** 1583-01-01T00:00Z in milliseconds since the epoch: dates and times before it are not pushed. */
+  private static final long FIRST_EXACT_MILLIS = java.time.LocalDate.of(1583, 1, 1).toEpochDay() * 86_400_000L;
+
+  private static boolean exactValue(Object v) {
     if (v instanceof java.sql.Timestamp t) {
-      return t.getNanos() % 1_000_000 == 0;
+      return t.getNanos() % 1_000_000 == 0 && t.getTime() >= FIRST_EXACT_MILLIS;
+    } else if (v instanceof java.sql.Date d) {
+      return d.getTime() >= FIRST_EXACT_MILLIS;
     } else if (v instanceof java.time.Instant i) {
-      return i.getNano() % 1_000_000 == 0;
+      return i.getNano() % 1_000_000 == 0 && i.toEpochMilli() >= FIRST_EXACT_MILLIS;
     } else if (v instanceof java.time.LocalDateTime l) {
-      return l.getNano() % 1_000_000 == 0;
+      return l.getNano() % 1_000_000 == 0 && l.getYear() >= 1583;
+    } else if (v instanceof java.time.LocalDate l) {
+      return l.getYear() >= 1583;
     }
     return true;
   }
