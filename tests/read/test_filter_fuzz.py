@@ -76,6 +76,14 @@ def _row(rng: random.Random, key: str, ts: int, *partition: Any) -> dict[str, An
     return r
 
 
+# the options of every table written here (column statistics and the record index; new keys in new file groups,
+# several per partition)
+OPTS = {
+    "hoodie.table.name": "fuzz", "hoodie.datasource.write.recordkey.field": "key",
+    "hoodie.datasource.write.partitionpath.field": "part", "hoodie.table.ordering.fields": "ts",
+    "hoodie.index.type": "RECORD_INDEX", "hoodie.metadata.record.index.enable": "true",
+    "hoodie.metadata.index.column.stats.enable": "true", "hoodie.parquet.small.file.limit": "0",
+}
 # the tables written: (table type, options beside the common ones)
 TABLES: dict[str, tuple[str, dict[str, str]]] = {
     "COPY_ON_WRITE": ("COPY_ON_WRITE", {}),
@@ -96,11 +104,7 @@ def _write(spark: Any, base: str, table_type: str, extra: dict[str, str],
     """Inserts, then three rounds of an upsert (updates and new keys) and a delete, drawn from ``seed``: the rows
     held at the end and each commit's instant."""
     opts = {
-        "hoodie.table.name": "fuzz", "hoodie.datasource.write.recordkey.field": "key",
-        "hoodie.datasource.write.partitionpath.field": "part", "hoodie.table.ordering.fields": "ts",
-        "hoodie.index.type": "RECORD_INDEX", "hoodie.metadata.record.index.enable": "true",
-        "hoodie.metadata.index.column.stats.enable": "true",
-        "hoodie.parquet.small.file.limit": "0",  # new keys in new file groups: several per partition
+        **OPTS,
         "hoodie.parquet.block.size": "4096",  # several row groups per base file
         "hoodie.table.type": table_type,
         **extra,
@@ -150,9 +154,13 @@ def _views(base: str, instants: list[str], mor: bool) -> list[tuple[str, dict[st
                   .with_start_timestamp(instants[2]))),
     ]
     if mor:
-        views.append(("read-optimized", {QT: "read_optimized"}, _hudi_rs(
-            base, HudiReadOptions().with_hudi_option("hoodie.read.use.read_optimized.mode", "true"))))
+        views.append(_read_optimized(base))
     return views
+
+
+def _read_optimized(base: str) -> tuple[str, dict[str, str], pa.Table]:
+    return ("read-optimized", {QT: "read_optimized"}, _hudi_rs(
+        base, HudiReadOptions().with_hudi_option("hoodie.read.use.read_optimized.mode", "true")))
 
 
 _EXPECTED: dict[tuple[str, str, str, str], list[tuple[Any, ...]]] = {}  # shared by the two readers' runs
@@ -206,8 +214,7 @@ def test_random_filters_on_fixtures(spark, reader, zip_name: str, tmp_path: Path
     key = table.config.record_key_fields[0]
     views = [("snapshot", {}, _hudi_rs(base, HudiReadOptions()))]
     if table.config.table_type == "MERGE_ON_READ":
-        views.append(("read-optimized", {QT: "read_optimized"}, _hudi_rs(
-            base, HudiReadOptions().with_hudi_option("hoodie.read.use.read_optimized.mode", "true"))))
+        views.append(_read_optimized(base))
     data = views[0][2]
     schema = pa.schema([f for f in data.schema if not f.name.startswith("_hoodie_")])
     conditions = Conditions(data.select(schema.names), key, random.Random(f"{SEED}/{zip_name}"))
@@ -232,12 +239,7 @@ def test_random_filters_on_an_evolved_table(spark, reader, label: str, tmp_path:
     statistics it lacks. The reference is the rows written, in the latest schema."""
     new = EVOLUTIONS[label]
     rng = random.Random(f"{SEED}/{label}")
-    opts = {
-        "hoodie.table.name": "evolved", "hoodie.datasource.write.recordkey.field": "key",
-        "hoodie.datasource.write.partitionpath.field": "part", "hoodie.table.ordering.fields": "ts",
-        "hoodie.index.type": "RECORD_INDEX", "hoodie.metadata.record.index.enable": "true",
-        "hoodie.metadata.index.column.stats.enable": "true", "hoodie.parquet.small.file.limit": "0",
-    }
+    opts = {**OPTS, "hoodie.table.name": "evolved"}
 
     def row(key: str, ts: int, part: str, schema: pa.Schema) -> dict[str, Any]:
         r = {"key": key, "ts": ts, "part": part, "n": rng.choice([-2**31, -1, 0, 7, 2**31 - 1, None]),
