@@ -54,7 +54,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from pyhudi.errors import CorruptFileError, PyHudiError, UnsupportedFormatError
+from pyhudi.errors import CorruptFileError, InvalidInputError, PyHudiError, UnsupportedFormatError
 from pyhudi.hfile import HFileReader, hfile_bytes
 from pyhudi.io import avro
 from pyhudi.io.compression import CODEC_GZ
@@ -855,7 +855,8 @@ def avro_block_content(records: pa.Table | Iterable[Mapping[str, Any]], schema_j
         datums = AvroArrowEncoder(schema_json).encode(records)
         return _INT.pack(LOG_BLOCK_VERSION) + _INT.pack(records.num_rows) + datums
     parsed = fastavro.parse_schema(json.loads(schema_json), named_schemas={})
-    rows = records.to_pylist() if isinstance(records, pa.Table) else records
+    # Arrow maps become dicts, as Avro maps are; a map with a key twice has no Avro form and is refused
+    rows = _avro_rows(records) if isinstance(records, pa.Table) else records
     out = io.BytesIO()
     out.write(_INT.pack(LOG_BLOCK_VERSION))
     out.write(b"\0\0\0\0")  # record count, patched below
@@ -875,6 +876,13 @@ def avro_block_content(records: pa.Table | Iterable[Mapping[str, Any]], schema_j
     data = bytearray(out.getvalue())
     data[4:8] = _INT.pack(n)
     return bytes(data)
+
+
+def _avro_rows(records: pa.Table) -> list[dict[str, Any]]:
+    try:
+        return records.to_pylist(maps_as_pydicts="strict")
+    except KeyError as e:  # pyarrow's message names the key
+        raise InvalidInputError(f"a map value holds a key twice, which an Avro map cannot: {e.args[0]}") from None
 
 
 def avro_data_block(
