@@ -110,6 +110,12 @@ _INTEGER, _LONG, _FLOAT, _DOUBLE, _STRING, _BOOLEAN, _DECIMAL = "Integer", "Long
     "Boolean", "Decimal"
 
 
+def null_ordering_compares(t: pa.DataType) -> bool:
+    """Whether Hudi's merge of a file slice can order a record whose ordering field of type ``t`` is null against
+    one whose is not: a null is Java's Integer 0, comparable only with the values of an Integer column."""
+    return _java_class(t) == _INTEGER
+
+
 def _java_class(t: pa.DataType, name: str = "", where: str = "") -> str:
     """The class of a column's values in Hudi's Spark reader (what its ordering values are compared as)."""
     if pa.types.is_int8(t) or pa.types.is_int16(t) or pa.types.is_int32(t) or pa.types.is_date32(t):

@@ -99,14 +99,19 @@ class WriteResult:
 
 
 def prepare_task(keygen: KeyGenerator, delete_all: bool, data_cols: list[str], routing: KeyRouting | None = None,
-                 types: list[pa.DataType] | None = None):
+                 types: list[pa.DataType] | None = None, ordered_by: tuple[str, ...] = (), combining: bool = True):
     """mapInArrow function: compute record key, partition path and the per-record operation (and, for an index
     that routes records to its tag tasks, :data:`ROUTE_COL`). ``types``: the writer schema's type of each data
-    column (an input column narrower than the table's is promoted here, :mod:`pyhudi.table.evolution`)."""
+    column (an input column narrower than the table's is promoted here, :mod:`pyhudi.table.evolution`).
+    ``ordered_by``: the ordering fields no record may leave null (:meth:`WriteProducer._non_null_ordering`), for a
+    write that ``combining`` records or not."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for b in batches:
             keys = keygen.record_keys(b)
+            for f in ordered_by:
+                if b.column(f).null_count:
+                    raise _null_ordering(f, keys[pc.index(b.column(f).is_null(), True).as_py()].as_py(), combining)
             parts = keygen.partition_paths(b)
             n = b.num_rows
             if delete_all:
@@ -127,6 +132,19 @@ def prepare_task(keygen: KeyGenerator, delete_all: bool, data_cols: list[str], r
                                                  names=[*names, ROUTE_COL])
 
     return run
+
+
+def _null_ordering(field: str, key: str, combining: bool) -> InvalidInputError:
+    """A combining write: Hudi's Spark writer reads each record's ordering value with ``getNestedFieldVal(...,
+    false)``, which refuses a null ("The value of <field> can not be null"). Any write into a merge-on-read table:
+    its readers could not order the record against a stored one (a null is Java's Integer 0, which a value of
+    another class cannot be compared with), so the file slice could never be read or compacted."""
+    why = (f"a write that combines records orders them by it, and Hudi refuses a null there (The value of {field} "
+           "can not be null)") if combining else (
+        "a merge-on-read table's readers order a file slice's records by it, and cannot order a null against a "
+        "value of this type")
+    return InvalidInputError(f"ordering field {field!r} (hoodie.table.ordering.fields) is null for record key "
+                             f"{key!r}: {why}; nothing was written")
 
 
 class WriteProducer:
@@ -198,6 +216,21 @@ class WriteProducer:
         self.fault("before_commit")
         return self.commit_result(statuses)
 
+    def _non_null_ordering(self, data_cols: list[str], types: list[pa.DataType], combine: bool) -> tuple[str, ...]:
+        """The ordering fields no record of this write may leave null: all of them when it combines records (Hudi
+        refuses a null there); on a merge-on-read table ordered by event time, those a reader could not order a
+        null of against a value (:func:`pyhudi.read.merge.null_ordering_compares`)."""
+        from pyhudi.read.merge import null_ordering_compares
+
+        if self.delete_all:
+            return ()
+        present = [(f, types[data_cols.index(f)]) for f in self.cfg.ordering_fields if f in data_cols]
+        if combine:
+            return tuple(f for f, _ in present)
+        if self.job.merge_on_read and self.cfg.merge_mode == "EVENT_TIME_ORDERING":
+            return tuple(f for f, t in present if not null_ordering_compares(t))
+        return ()
+
     def prepare(self, df: DataFrame) -> DataFrame:
         from pyspark.sql import Window
         from pyspark.sql import functions as F
@@ -213,10 +246,12 @@ class WriteProducer:
              pa.field(OP_COL, pa.string()), *([pa.field(ROUTE_COL, pa.int32())] if routing else [])]
         )
         types = [out_schema.field(i).type for i in range(len(data_cols))]
-        prepared = df.select(*data_cols).mapInArrow(
-            prepare_task(keygen, self.delete_all, data_cols, routing, types), from_arrow_schema(out_schema)
-        )
         combine = getattr(cfg, self.combine_option)
+        ordered_by = self._non_null_ordering(data_cols, types, combine)
+        prepared = df.select(*data_cols).mapInArrow(
+            prepare_task(keygen, self.delete_all, data_cols, routing, types, ordered_by, combine),
+            from_arrow_schema(out_schema),
+        )
         if combine:  # the input order, for ties between duplicates: numbered before any shuffle reorders rows
             prepared = prepared.withColumn("__seq", F.monotonically_increasing_id())
         if routing is not None:
@@ -801,6 +836,7 @@ class BulkInsertProducer(WriteProducer):
         self._paths: pa.Table | None = None  # distinct raw partition values -> partition path (keys in tasks)
         self._planned_by_partition: dict[str, int] = {}  # records per partition path the plan counted
         self._strings: set[str] = set()  # the input's string columns (keys in tasks)
+        self._ordered_by: tuple[str, ...] = ()  # ordering fields no record may leave null (keys in tasks)
 
     def caches_tagged(self) -> bool:
         return not self.keys_in_tasks
@@ -819,6 +855,7 @@ class BulkInsertProducer(WriteProducer):
         keygen.record_keys(given.empty_table().select(list(keygen.key_columns())))
         self._keygen = keygen
         self._strings = {f.name for f in given if pa.types.is_string(f.type)}
+        self._ordered_by = self._non_null_ordering(data_cols, [f.type for f in given], False)
         records = df.select(*(_col(c) for c in data_cols))
         if IS_DELETED_COL in data_cols:  # records flagged deleted are not inserted
             records = records.filter(~F.coalesce(_col(IS_DELETED_COL), F.lit(False)))
@@ -857,13 +894,19 @@ class BulkInsertProducer(WriteProducer):
         assert self._input is not None and self._keygen is not None
         kg, records = self._keygen, self._input
         bad = _bad_key_condition(kg, self._strings)
+        for f in self._ordered_by:
+            bad = bad | _col(f).isNull()
         fields = list(kg.partition_fields)
         groups = records.groupBy(*(_col(f) for f in fields)).agg(
             F.count(F.lit(1)).alias("__pyhudi_n"), F.sum(bad.cast("long")).alias("__pyhudi_bad")).toArrow()
         if groups.num_rows and pc.sum(groups.column("__pyhudi_bad")).as_py():
-            # the key generator's own error for the first bad record
-            kg.record_keys(records.filter(bad).limit(1).toArrow())
-            raise AssertionError("a record key counted bad passed the key generator")  # pragma: no cover
+            # the key generator's own error for the first bad record, else its null ordering value's
+            first = records.filter(bad).limit(1).toArrow()
+            key = kg.record_keys(first)[0].as_py()
+            for f in self._ordered_by:
+                if first.column(f).null_count:
+                    raise _null_ordering(f, key, False)
+            raise AssertionError("a record counted bad passed the key generator")  # pragma: no cover
         if fields:  # in a stable order: an unsafe value is named the same way every time
             groups = groups.sort_by([(f, "ascending") for f in fields])
         raw = groups.select(fields)

@@ -67,7 +67,14 @@ def _changed_type() -> pa.Table:
     return t.set_column(3, "v", pa.array(["1.0", "2.0"]))
 
 
+def _null_ordering() -> pa.Table:
+    b = rows(range(10, 14))
+    b[2]["ts"] = None
+    return to_arrow(b)
+
+
 NEW = rows(range(10, 12))
+NULL_ORDERING = r"ordering field 'ts' \(hoodie\.table\.ordering\.fields\) is null for record key 'k012'"
 # name -> (input table, operation, extra options, error type, message pattern)
 CASES = {
     "null_record_key": (_null_key, "upsert", {}, InvalidInputError, r"record key field 'id' is null"),
@@ -85,6 +92,11 @@ CASES = {
                                  r"lacks table column\(s\) p \(.*nothing was written$"),
     "missing_ordering_column": (lambda: _without(NEW, "ts"), "upsert", {}, InvalidInputError,
                                 r"lacks table column\(s\) ts \(.*nothing was written$"),
+    # Hudi's writer reads the ordering value of every record it combines and refuses a null
+    "null_ordering_value": (_null_ordering, "upsert", {}, InvalidInputError,
+                            NULL_ORDERING + r": a write that combines records .*can not be null.*nothing was written"),
+    "null_ordering_value_insert_combined": (_null_ordering, "insert", {"hoodie.combine.before.insert": "true"},
+                                            InvalidInputError, NULL_ORDERING),
     "missing_data_column": (lambda: _without(NEW, "v"), "upsert", {}, InvalidInputError,
                             r"lacks table column\(s\) v \(.*nothing was written$"),
     # no Avro promotion between the types (new columns and promotions: tests/write/test_schema_evolution.py)
@@ -118,6 +130,37 @@ def test_api_rejects_and_writes_nothing(spark, table: str, case: str) -> None:  
     model: dict = {}
     apply(model, "insert", GOOD)
     assert table_rows(hudi_rs_read(table)) == expected(model)
+
+
+@pytest.mark.parametrize("operation", ["upsert", "insert", "bulk_insert"])
+def test_null_ordering_values_into_merge_on_read(spark, tmp_path: Path, operation: str) -> None:  # type: ignore[no-untyped-def]
+    """A merge-on-read table's readers order a file slice's records by the ordering field, and cannot order a null
+    (Java's Integer 0) against a long: every write refuses one, combined or not (an insert, a bulk insert whose
+    keys are made in its tasks), and leaves the table as it was. An int ordering field's null is Integer 0 like
+    its values: accepted, and a later update merges with it as hudi-rs reads it."""
+    mor = {**OPTS, "hoodie.table.type": "MERGE_ON_READ"}
+    base = str(tmp_path / "t")
+    Table.create(base, SCHEMA, mor).write(spark.createDataFrame(to_arrow(GOOD)), "insert", mor)
+    before = tree(base)
+    with pytest.raises(InvalidInputError, match=NULL_ORDERING):
+        Table.open(base).write(spark.createDataFrame(_null_ordering()), operation, mor)
+    assert tree(base) == before
+    model: dict = {}
+    apply(model, "insert", GOOD)
+    assert table_rows(hudi_rs_read(base)) == expected(model)
+
+    ints = pa.schema([f if f.name != "ts" else pa.field("ts", pa.int32()) for f in SCHEMA])
+    base = str(tmp_path / "ints")
+    first = _null_ordering().cast(ints)
+    Table.create(base, ints, mor).write(spark.createDataFrame(first), "insert", mor)  # not combined: no refusal
+    update = to_arrow([{**r, "ts": 0, "v": -1.0} for r in first.to_pylist()]).cast(ints)
+    Table.open(base).write(spark.createDataFrame(update), "upsert", mor)
+    got = sorted((r["id"], r["ts"], r["v"]) for r in Table.open(base).to_arrow().select(["id", "ts", "v"]).to_pylist())
+    # a stored 1 outranks the update's 0; a stored null is 0, a tie the later record wins
+    assert got == sorted((r["id"], r["ts"], r["v"]) if r["ts"] is not None else (r["id"], 0, -1.0)
+                         for r in first.to_pylist())
+    theirs = hudi_rs_read(base).select(["id", "ts", "v"]).to_pylist()
+    assert sorted((r["id"], r["ts"], r["v"]) for r in theirs) == got
 
 
 def test_first_write_with_null_key_leaves_empty_timeline(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

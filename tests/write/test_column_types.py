@@ -136,7 +136,7 @@ def test_a_map_with_a_key_twice_is_refused_by_a_log_write(spark, tmp_path) -> No
     Table.create(base, schema, opts).write(spark.createDataFrame(pa.Table.from_pylist(first, schema)), "insert", opts)
     before = _rows(_rs_read(base), schema)
     dup = [{"key": "a", "ts": 2, "part": "p1", "m": [("x", 1), ("x", 2)]}]
-    with pytest.raises(PyHudiError, match="key twice.*'x'"):
+    with pytest.raises(PyHudiError, match=r"key twice.*'x'"):
         Table.open(base).write(spark.createDataFrame(pa.Table.from_pylist(dup, schema)), "upsert", opts)
     assert _rows(_rs_read(base), schema) == before == _rows(Table.open(base).to_arrow(), schema)
     report = validate_table(Table.open(base))
