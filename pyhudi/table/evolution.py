@@ -101,8 +101,11 @@ class _Evolver:
         added = [self.new_field(f) for f in incoming if f.name not in names]
         if self.reconcile and not missing:
             # Hudi's reconciliation keeps the incoming schema's order when the input is not a projection
-            return [merged[f.name] if f.name in merged else self.new_field(f) for f in incoming]
-        return [merged[f.name] for f in table] + added
+            out = [merged[f.name] if f.name in merged else self.new_field(f) for f in incoming]
+        else:
+            out = [merged[f.name] for f in table] + added
+        check_distinct_names([f.name for f in out], self.where, prefix)
+        return out
 
     def new_field(self, f: pa.Field) -> pa.Field:
         return pa.field(f.name, normalize(f.type), nullable=True)
@@ -137,6 +140,32 @@ class _Evolver:
                 return _CANONICAL[a]  # the column evolves; old files are read through the wider type
         raise self.fail(path, f"is {incoming} in the input but {table} in the table: Avro schema resolution cannot "
                               f"change one into the other ({_ALLOWED})")
+
+
+def check_distinct_names(names: list[str], where: str, prefix: str = "") -> None:
+    """InvalidInputError when two of a record's field ``names`` differ only in case: Spark resolves column names
+    ignoring case (``spark.sql.caseSensitive=false``, its default, as Hive does), so a table holding both could not
+    be queried by either name."""
+    seen: dict[str, str] = {}
+    for n in names:
+        first = seen.setdefault(n.lower(), n)
+        if first != n:
+            raise InvalidInputError(
+                f"{where}: columns {prefix + first!r} and {prefix + n!r} differ only in case, which Spark and Hive "
+                "do not tell apart when they resolve a name, so a table cannot hold both; nothing was written")
+
+
+def check_schema_names(t: pa.Schema | pa.DataType, where: str, prefix: str = "") -> None:
+    """:func:`check_distinct_names` for every record of a schema, nested ones too."""
+    if isinstance(t, pa.Schema) or pa.types.is_struct(t):
+        fields = list(t) if isinstance(t, pa.Schema) else [t.field(i) for i in range(t.num_fields)]
+        check_distinct_names([f.name for f in fields], where, prefix)
+        for f in fields:
+            check_schema_names(f.type, where, prefix + f.name + ".")
+    elif pa.types.is_list(t) or pa.types.is_large_list(t):
+        check_schema_names(t.value_type, where, prefix + "element.")
+    elif pa.types.is_map(t):
+        check_schema_names(t.item_type, where, prefix + "value.")
 
 
 def normalize(t: pa.DataType) -> pa.DataType:

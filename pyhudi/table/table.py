@@ -21,6 +21,7 @@ from pyhudi.read import plan as read_plan
 from pyhudi.services.archive import ArchiveResult
 from pyhudi.services.rollback import RollbackResult
 from pyhudi.table.capabilities import check_new_table_type, check_writable
+from pyhudi.table.evolution import check_schema_names
 from pyhudi.table.fsview import FileSystemView
 from pyhudi.table.lsm_timeline import FullTimeline, LsmHistory
 from pyhudi.table.properties import (
@@ -80,6 +81,7 @@ class Table:
         given = next((k for k in (C.TABLE_TYPE, *C.TABLE_TYPE.aliases) if options.get(k) is not None), C.TABLE_TYPE)
         table_type = check_new_table_type(uri, str(C.TABLE_TYPE.get(options)), given)
         wc = C.WriteConfig.from_options(options)
+        check_schema_names(schema, f"create {uri}")
         storage, path = Storage.from_uri(uri)
         # the folder's name, never the URI's tail (an s3:// URI ends with its options: ?endpoint_override=...)
         name = options.get(C.TABLE_NAME) or posixpath.basename(path.rstrip("/")) or "table"

@@ -248,6 +248,13 @@ REFUSALS = {
     "dropped_non_nullable_reconciled": (lambda: _change("req", None),
                                         {"hoodie.datasource.write.reconcile.schema": "true"},
                                         r"column 'req' is missing from the input and is not nullable"),
+    # Spark resolves names ignoring case: a column beside one that differs only in case could not be queried
+    "column_differing_in_case": (lambda: _change("d", pa.field("D", pa.float64())),
+                                 {"hoodie.datasource.write.reconcile.schema": "true"},
+                                 r"columns 'd' and 'D' differ only in case"),
+    "nested_field_differing_in_case": (lambda: _change("st", pa.field("st", pa.struct([("x", pa.int32()),
+                                                                                    ("X", pa.int32())]))), {},
+                                       r"columns 'st\.x' and 'st\.X' differ only in case"),
     "schema_on_read_option": (lambda: _change("d", None), {"hoodie.schema.on.read.enable": "true"},
                               r"hoodie\.schema\.on\.read\.enable='true' is not supported: schema-on-read"),
 }
@@ -263,6 +270,13 @@ def test_incompatible_change_refused_nothing_written(spark, refusal_table: str, 
     assert re.search(pattern, str(info.value)), str(info.value)
     assert tree(Path(refusal_table)) == before
     assert Table.open(refusal_table).schema() == schema_before
+
+
+def test_a_table_of_columns_differing_in_case_is_not_created(tmp_path: Path) -> None:
+    schema = pa.schema([*S0, ("B", pa.string())])
+    with pytest.raises(InvalidInputError, match=r"columns 'b' and 'B' differ only in case"):
+        Table.create(str(tmp_path / "t"), schema, OPTS)
+    assert not (tmp_path / "t").exists()
 
 
 def test_nested_field_added_and_promoted(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
