@@ -43,6 +43,7 @@ KEY_SUFFIX = b"\x00" + struct.pack(">qB", LATEST_TIMESTAMP, KEY_TYPE_PUT)  # fam
 KEY_EXTRA = 2 + len(KEY_SUFFIX)  # keyLength = rowLength + 12
 CELL_OVERHEAD = 8 + KEY_EXTRA + 1  # klen, vlen, key framing, 1 MVCC byte: 21 bytes besides row and value
 HUDI_COMPARATOR = "org.apache.hudi.io.storage.HoodieHBaseKVComparator"
+MAX_ROW_LENGTH = 32767  # the row length is a Java short: no key (record key, partition path) may be longer
 
 # -- file info keys --------------------------------------------------------------------------------------
 FI_LAST_KEY = "hfile.LASTKEY"

@@ -34,6 +34,7 @@ from pyhudi.hfile.format import (
     MAGIC_FILE_INFO,
     MAGIC_META,
     MAGIC_ROOT_INDEX,
+    MAX_ROW_LENGTH,
     META_BLOOM_FILTER,
     Trailer,
     encode_file_info,
@@ -45,7 +46,6 @@ from pyhudi.io.storage import Storage
 
 DEFAULT_BLOCK_SIZE = 1 << 20  # hoodie.hfile.block.size
 BLOCK_BUDGET_OVERHEAD = 19  # per-cell bytes Hudi's writer adds to a row and value when filling a block
-MAX_ROW_LENGTH = 32767  # the row length is a Java short
 _BUFFERED_APPENDS = 65536
 
 

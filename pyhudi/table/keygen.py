@@ -49,6 +49,7 @@ from pyhudi.config import KEYGENERATOR_CLASS as KEYGEN_CLASS
 from pyhudi.config import KEYGENERATOR_TYPE as KEYGEN_TYPE
 from pyhudi.config import URL_ENCODE_PARTITIONING as URL_ENCODE
 from pyhudi.errors import ConfigError, InvalidInputError
+from pyhudi.hfile.format import MAX_ROW_LENGTH
 from pyhudi.table.partition_path import (
     DEFAULT_PARTITION_PATH,
     check_partition_part,
@@ -192,7 +193,7 @@ class KeyGenerator:
         if not self.complex_key_encoding:
             values = _column_strings(batch, fields[0], "record key")
             _check_no_null_or_empty(values, fields[0])
-            return values
+            return _check_key_lengths(values, fields)
         parts: list[pa.Array] = []
         all_missing: pa.Array | None = None
         for f in fields:
@@ -209,7 +210,7 @@ class KeyGenerator:
         if len(all_missing) and pc.any(all_missing).as_py():
             row = _first_true(all_missing)
             raise InvalidInputError(f"record key fields {list(fields)} are all null or empty at row {row}")
-        return _as_string_array(pc.binary_join_element_wise(*parts, ","), len(batch))
+        return _check_key_lengths(_as_string_array(pc.binary_join_element_wise(*parts, ","), len(batch)), fields)
 
     def partition_paths(self, batch: Batch) -> pa.StringArray:
         """``_hoodie_partition_path`` of each row ("" for non-partitioned tables).
@@ -259,6 +260,20 @@ def _first_true(mask: pa.Array | pa.ChunkedArray) -> int:
 
 def _null_or_empty(values: pa.Array) -> pa.Array:
     return pc.fill_null(pc.equal(values, ""), True)
+
+
+def _check_key_lengths(keys: pa.StringArray, fields: list[str]) -> pa.StringArray:
+    """``keys``, refused when one is longer (in UTF-8 bytes) than an HFile key can be: the metadata table's record
+    index holds every record key as one, as Hudi's does (so a table's key can always be indexed)."""
+    if len(keys):
+        lengths = pc.binary_length(keys)
+        longest = pc.max(lengths).as_py()
+        if longest > MAX_ROW_LENGTH:
+            row = _first_true(pc.greater(lengths, MAX_ROW_LENGTH))
+            raise InvalidInputError(
+                f"record key at row {row} (fields {list(fields)}) is {longest} bytes, starting {keys[row].as_py()[:40]!r}: "
+                f"the record index stores each key in an HFile, whose keys are at most {MAX_ROW_LENGTH} bytes")
+    return keys
 
 
 def _check_no_null_or_empty(values: pa.Array, field: str) -> None:

@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 from pyhudi import config as C
 from pyhudi import faults
 from pyhudi.errors import InvalidInputError
+from pyhudi.hfile.format import MAX_ROW_LENGTH
 from pyhudi.index import index_for
 from pyhudi.index.base import LOC_FILE_ID_COL, LOC_PARTITION_COL, KeyRouting
 from pyhudi.io.storage import Storage
@@ -1001,19 +1002,26 @@ def _groups_exactly(t: Any) -> bool:
 
 def _bad_key_condition(kg: KeyGenerator, string_cols: set[str]) -> Column:
     """True for a record whose record key the key generator refuses (null or empty; with the complex encoding,
-    every field null or empty); ``string_cols``: the input's string columns (the others cannot be empty)."""
+    every field null or empty; a string too long for the record index); ``string_cols``: the input's string
+    columns (the others cannot be empty). A complex key too long only by its fields together is refused by the
+    write task that makes it."""
     from pyspark.sql import functions as F
 
     def missing(f: str) -> Column:
         c = _col(f)
         return (c.isNull() | (c == F.lit(""))) if f in string_cols else c.isNull()
 
+    def too_long(f: str) -> Column:  # a value that alone makes a key longer than the key generator allows
+        return F.octet_length(_col(f)) > F.lit(MAX_ROW_LENGTH) if f in string_cols else F.lit(False)
+
     fields = kg.record_key_fields
     if not kg.complex_key_encoding:
-        return missing(fields[0])
+        return missing(fields[0]) | too_long(fields[0])
     cond = missing(fields[0])
     for f in fields[1:]:
         cond = cond & missing(f)
+    for f in fields:
+        cond = cond | too_long(f)
     return cond
 
 

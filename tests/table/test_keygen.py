@@ -162,6 +162,17 @@ def test_null_or_empty_simple_key_names_column_and_row(bad: str | None) -> None:
         kg(rk="id", pp="p").record_keys(b)
 
 
+def test_a_key_longer_than_an_hfile_key_is_an_error() -> None:
+    """The record index holds each key as an HFile row key (a Java short of bytes): a key of 32767 UTF-8 bytes is
+    made, one of 32768 refused, whether one field's value or a complex key's fields together."""
+    fits = "\u00e9" * 16383 + "a"
+    assert kg(rk="id", pp="").record_keys(pa.table({"id": ["x", fits]})).to_pylist() == ["x", fits]
+    with pytest.raises(InvalidInputError, match=r"record key at row 1 \(fields \['id'\]\) is 32768 bytes"):
+        kg(rk="id", pp="").record_keys(pa.table({"id": ["x", fits + "b"]}))
+    with pytest.raises(InvalidInputError, match=r"row 0 \(fields \['a', 'b'\]\) is 32769 bytes"):
+        kg(rk="a,b", pp="").record_keys(pa.table({"a": ["x" * 16380], "b": ["y" * 16384]}))
+
+
 def test_missing_column() -> None:
     b = pa.table({"id": ["a"]})
     with pytest.raises(InvalidInputError, match="'region'"):

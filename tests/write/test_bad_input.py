@@ -57,6 +57,12 @@ def _empty_key() -> pa.Table:
     return to_arrow(b)
 
 
+def _long_key() -> pa.Table:
+    b = rows(range(10, 14))
+    b[3]["id"] = "\u00e9" * 16384  # 32768 bytes in UTF-8: one more than an HFile key holds
+    return to_arrow(b)
+
+
 def _unresolvable_type() -> pa.Table:
     t = to_arrow(rows(range(10, 12)))
     return t.set_column(2, "ts", pa.array([True, False]))
@@ -82,6 +88,9 @@ CASES = {
     "null_record_key_bulk_insert": (_null_key, "bulk_insert", {}, InvalidInputError, r"record key field 'id' is null"),
     "empty_record_key_bulk_insert": (_empty_key, "bulk_insert", {}, InvalidInputError,
                                      r"record key field 'id' is empty"),
+    "record_key_too_long": (_long_key, "upsert", {}, InvalidInputError, r"record key at row \d+ .* is 32768 bytes"),
+    "record_key_too_long_bulk_insert": (_long_key, "bulk_insert", {}, InvalidInputError,
+                                        r"record key at row \d+ .* is 32768 bytes.*at most 32767"),
     "missing_record_key_column_bulk_insert": (lambda: _without(NEW, "id"), "bulk_insert", {}, InvalidInputError,
                                               r"lacks table column\(s\) id \(.*nothing was written$"),
     "missing_record_key_column": (lambda: _without(NEW, "id"), "upsert", {}, InvalidInputError,
