@@ -144,7 +144,7 @@ _WRAPPER_CLASS = {
 _CLS_OTHER = 2  # + index of the class name in _OTHER_CLASSES
 
 
-def _sortable(a: pa.Array) -> pa.Array:
+def java_order(a: pa.Array) -> pa.Array:
     """Values whose Arrow order is Java's order: floats as their IEEE total order (-0.0 < 0.0, NaN last and all
     NaNs equal, as ``Double.compare``)."""
     t = a.type
@@ -333,7 +333,7 @@ class LogRecords:
             if jc == _INTEGER:  # a null is Integer 0, the same class: rank it as 0
                 if a.null_count:
                     cols = [pc.fill_null(a, pa.scalar(0, pa.int32()).cast(a.type))]
-                int_zero = _true(pc.equal(_sortable(cols[0]), 0))
+                int_zero = _true(pc.equal(java_order(cols[0]), 0))
             else:
                 cls[null_any] = K.CLS_INT_DEFAULT
                 int_zero = null_any
@@ -416,13 +416,13 @@ class LogRecords:
         if not len(sel) or not self._field_types:
             return rank
         if len(ev.ordering) == 1:  # a single integral or floating field: its (total-order) value is its rank
-            a = _sortable(ev.ordering[0])
+            a = java_order(ev.ordering[0])
             if pa.types.is_integer(a.type) or pa.types.is_boolean(a.type):
                 vals = np.asarray(a.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False), np.int64)
                 rank[sel] = vals[sel]
                 return rank
         idx = pa.array(sel)
-        cols = [_sortable(a.take(idx)) for a in ev.ordering]
+        cols = [java_order(a.take(idx)) for a in ev.ordering]
         names = [f"o{j}" for j in range(len(cols))]
         t = pa.table(cols, names=names)
         order = pc.sort_indices(t, sort_keys=[(c, "ascending") for c in names]).to_numpy()
@@ -555,8 +555,8 @@ def final_merge(
         greater = np.zeros(m, np.bool_)
         equal = np.ones(m, np.bool_)
         for j, b in enumerate(base_vals):
-            lv = _sortable(winners.ordering[j].take(idx))
-            bv = _sortable(b)
+            lv = java_order(winners.ordering[j].take(idx))
+            bv = java_order(b)
             if lv.type != bv.type:
                 bv = bv.cast(lv.type)
             gt = _true(pc.greater(lv, bv))

@@ -156,11 +156,14 @@ def _align(t: pa.Table, schema: pa.Schema) -> pa.Table:
 
 
 def _old_wins(old: pa.Table, new: pa.Table, fields: tuple[str, ...]) -> np.ndarray:
-    """Row-wise: does the stored record have a greater ordering value than the incoming one (lexicographic)?"""
+    """Row-wise: does the stored record have a greater ordering value than the incoming one (lexicographic, in
+    Java's order as Hudi compares them and a merge-on-read reader does: NaN above every number, -0.0 below 0.0)?"""
+    from pyhudi.read.merge import java_order
+
     wins = np.zeros(old.num_rows, bool)
     undecided = np.ones(old.num_rows, bool)
     for f in fields:
-        a, b = old.column(f), new.column(f)
+        a, b = java_order(old.column(f).combine_chunks()), java_order(new.column(f).combine_chunks())
         gt = pc.fill_null(pc.greater(a, b), False).to_numpy(zero_copy_only=False)
         gt |= (pc.is_valid(a).to_numpy(zero_copy_only=False) & pc.is_null(b).to_numpy(zero_copy_only=False))
         eq = pc.fill_null(pc.equal(a, b), False).to_numpy(zero_copy_only=False)
