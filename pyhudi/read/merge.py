@@ -110,10 +110,10 @@ _INTEGER, _LONG, _FLOAT, _DOUBLE, _STRING, _BOOLEAN, _DECIMAL = "Integer", "Long
     "Boolean", "Decimal"
 
 
-def null_ordering_compares(t: pa.DataType) -> bool:
-    """Whether Hudi's merge of a file slice can order a record whose ordering field of type ``t`` is null against
-    one whose is not: a null is Java's Integer 0, comparable only with the values of an Integer column."""
-    return _java_class(t) == _INTEGER
+def null_ordering_compares(t: pa.DataType, name: str, where: str) -> bool:
+    """Whether Hudi's merge of a file slice can order a record whose ordering field ``name`` of type ``t`` is null
+    against one whose is not: a null is Java's Integer 0, comparable only with the values of an Integer column."""
+    return _java_class(t, name, where) == _INTEGER
 
 
 def _java_class(t: pa.DataType, name: str = "", where: str = "") -> str:

@@ -167,7 +167,11 @@ def record_keys(table: TableLike, schema: pa.Schema, preds: Sequence[Pred]) -> l
         return None
     if n == 0:
         return []
-    combos = list(itertools.product(*choices))
+    # a key the key generator refuses (an empty value; with the complex encoding, every value empty) is held by no
+    # record: such combinations are dropped, never the others
+    combos = [c for c in itertools.product(*choices) if any(v != "" for v in c)]
+    if not combos:
+        return []
     cols = {}
     for i, f in enumerate(kg.record_key_fields):
         try:
@@ -175,10 +179,10 @@ def record_keys(table: TableLike, schema: pa.Schema, preds: Sequence[Pred]) -> l
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
             return None
     try:
-        keys = kg.record_keys(pa.table(cols)).to_pylist()
+        # no length limit: a table without a record index may hold keys longer than pyhudi writes
+        keys = kg.record_keys(pa.table(cols), check_length=False).to_pylist()
     except PyHudiError:
-        # a null or empty key value: no record has it
-        return []
+        return None  # a value the key generator cannot encode: nothing pruned
     return sorted(set(keys))
 
 

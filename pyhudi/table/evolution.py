@@ -98,16 +98,23 @@ class _Evolver:
                 raise self.fail(path, "is missing from the input and is not nullable in the table, so "
                                       "hoodie.datasource.write.reconcile.schema cannot fill it with nulls")
         merged = {f.name: (self.field(f, have[f.name], prefix + f.name) if f.name in have else f) for f in table}
-        added = [self.new_field(f) for f in incoming if f.name not in names]
+        added = [self.new_field(f, prefix) for f in incoming if f.name not in names]
         if self.reconcile and not missing:
             # Hudi's reconciliation keeps the incoming schema's order when the input is not a projection
-            out = [merged[f.name] if f.name in merged else self.new_field(f) for f in incoming]
+            out = [merged[f.name] if f.name in merged else self.new_field(f, prefix) for f in incoming]
         else:
             out = [merged[f.name] for f in table] + added
-        check_distinct_names([f.name for f in out], self.where, prefix)
+        # a name the write introduces may not differ only in case from another (a Hudi-written table that already
+        # holds such a pair stays writable)
+        known = {f.name.lower(): f.name for f in table}
+        for f in out:
+            if f.name not in names:
+                check_distinct_names([known.get(f.name.lower(), f.name), f.name], self.where, prefix)
+                known.setdefault(f.name.lower(), f.name)
         return out
 
-    def new_field(self, f: pa.Field) -> pa.Field:
+    def new_field(self, f: pa.Field, prefix: str = "") -> pa.Field:
+        check_schema_names(f.type, self.where, prefix + f.name + ".")
         return pa.field(f.name, normalize(f.type), nullable=True)
 
     def field(self, table: pa.Field, incoming: pa.Field, path: str) -> pa.Field:

@@ -187,13 +187,14 @@ class KeyGenerator:
         or empty) rather than the one field's value."""
         return len(self.record_key_fields) > 1 or (self.type_name == COMPLEX and self.encode_single_key_field_name)
 
-    def record_keys(self, batch: Batch) -> pa.StringArray:
-        """``_hoodie_record_key`` of each row. Raises InvalidInputError for a null/empty key or missing column."""
+    def record_keys(self, batch: Batch, *, check_length: bool = True) -> pa.StringArray:
+        """``_hoodie_record_key`` of each row. Raises InvalidInputError for a null/empty key or missing column, and
+        (``check_length``) for a key longer than pyhudi writes (:func:`_check_key_lengths`)."""
         fields = self.record_key_fields
         if not self.complex_key_encoding:
             values = _column_strings(batch, fields[0], "record key")
             _check_no_null_or_empty(values, fields[0])
-            return _check_key_lengths(values, fields)
+            return _check_key_lengths(values, fields) if check_length else values
         parts: list[pa.Array] = []
         all_missing: pa.Array | None = None
         for f in fields:
@@ -210,7 +211,8 @@ class KeyGenerator:
         if len(all_missing) and pc.any(all_missing).as_py():
             row = _first_true(all_missing)
             raise InvalidInputError(f"record key fields {list(fields)} are all null or empty at row {row}")
-        return _check_key_lengths(_as_string_array(pc.binary_join_element_wise(*parts, ","), len(batch)), fields)
+        keys = _as_string_array(pc.binary_join_element_wise(*parts, ","), len(batch))
+        return _check_key_lengths(keys, fields) if check_length else keys
 
     def partition_paths(self, batch: Batch) -> pa.StringArray:
         """``_hoodie_partition_path`` of each row ("" for non-partitioned tables).
@@ -262,17 +264,18 @@ def _null_or_empty(values: pa.Array) -> pa.Array:
     return pc.fill_null(pc.equal(values, ""), True)
 
 
-def _check_key_lengths(keys: pa.StringArray, fields: list[str]) -> pa.StringArray:
-    """``keys``, refused when one is longer (in UTF-8 bytes) than an HFile key can be: the metadata table's record
-    index holds every record key as one, as Hudi's does (so a table's key can always be indexed)."""
+def _check_key_lengths(keys: pa.StringArray, fields: tuple[str, ...]) -> pa.StringArray:
+    """``keys``, refused when one is longer (in UTF-8 bytes) than an HFile key can be. The record index (the
+    metadata table's ``record_index`` partition, which any table may build later) holds every record key as one,
+    as Hudi's does; pyhudi writes no key it could not index, whether or not the table has the index yet."""
     if len(keys):
         lengths = pc.binary_length(keys)
-        longest = pc.max(lengths).as_py()
-        if longest > MAX_ROW_LENGTH:
+        if pc.max(lengths).as_py() > MAX_ROW_LENGTH:
             row = _first_true(pc.greater(lengths, MAX_ROW_LENGTH))
             raise InvalidInputError(
-                f"record key at row {row} (fields {list(fields)}) is {longest} bytes, starting {keys[row].as_py()[:40]!r}: "
-                f"the record index stores each key in an HFile, whose keys are at most {MAX_ROW_LENGTH} bytes")
+                f"record key at row {row} (fields {list(fields)}) is {lengths[row].as_py()} bytes, starting "
+                f"{keys[row].as_py()[:40]!r}: pyhudi writes record keys of at most {MAX_ROW_LENGTH} bytes, the "
+                "longest key the record index (an HFile) can hold")
     return keys
 
 

@@ -34,7 +34,7 @@ from pyhudi.table.commit_metadata import commit_metadata, write_stat
 from pyhudi.table.evolution import conform_array
 from pyhudi.table.filenames import make_file_id, new_file_id_prefix
 from pyhudi.table.fsview import BaseFile
-from pyhudi.table.keygen import KeyGenerator
+from pyhudi.table.keygen import EMPTY_PLACEHOLDER, NULL_PLACEHOLDER, KeyGenerator
 from pyhudi.table.partition_path import check_partition_path
 from pyhudi.table.schema import (
     IS_DELETED_COL,
@@ -109,7 +109,8 @@ def prepare_task(keygen: KeyGenerator, delete_all: bool, data_cols: list[str], r
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for b in batches:
-            keys = keygen.record_keys(b)
+            # a delete may name a key longer than pyhudi writes, which a table without a record index can hold
+            keys = keygen.record_keys(b, check_length=not delete_all)
             for f in ordered_by:
                 if b.column(f).null_count:
                     raise _null_ordering(f, keys[pc.index(b.column(f).is_null(), True).as_py()].as_py(), combining)
@@ -136,12 +137,11 @@ def prepare_task(keygen: KeyGenerator, delete_all: bool, data_cols: list[str], r
 
 
 def _null_ordering(field: str, key: str, combining: bool) -> InvalidInputError:
-    """A combining write: Hudi's Spark writer reads each record's ordering value with ``getNestedFieldVal(...,
-    false)``, which refuses a null ("The value of <field> can not be null"). Any write into a merge-on-read table:
-    its readers could not order the record against a stored one (a null is Java's Integer 0, which a value of
-    another class cannot be compared with), so the file slice could never be read or compacted."""
-    why = (f"a write that combines records orders them by it, and Hudi refuses a null there (The value of {field} "
-           "can not be null)") if combining else (
+    """A combining write orders the batch's records of a key by the field. Any write into a merge-on-read
+    table: its readers could not order the record against a stored one (a null is Java's Integer 0, which a value
+    of another class cannot be compared with), so the file slice could never be read or compacted."""
+    why = ("a write that combines records orders them by it, and a null has no place in that order (Hudi's "
+           "readers take it for Integer 0, which they cannot compare with a value of another type)") if combining else (
         "a merge-on-read table's readers order a file slice's records by it, and cannot order a null against a "
         "value of this type")
     return InvalidInputError(f"ordering field {field!r} (hoodie.table.ordering.fields) is null for record key "
@@ -229,7 +229,7 @@ class WriteProducer:
         if combine:
             return tuple(f for f, _ in present)
         if self.job.merge_on_read and self.cfg.merge_mode == "EVENT_TIME_ORDERING":
-            return tuple(f for f, t in present if not null_ordering_compares(t))
+            return tuple(f for f, t in present if not null_ordering_compares(t, f, self.job.base_path))
         return ()
 
     def prepare(self, df: DataFrame) -> DataFrame:
@@ -1002,27 +1002,34 @@ def _groups_exactly(t: Any) -> bool:
 
 def _bad_key_condition(kg: KeyGenerator, string_cols: set[str]) -> Column:
     """True for a record whose record key the key generator refuses (null or empty; with the complex encoding,
-    every field null or empty; a string too long for the record index); ``string_cols``: the input's string
-    columns (the others cannot be empty). A complex key too long only by its fields together is refused by the
-    write task that makes it."""
+    every field null or empty; a key longer than the record index holds, counting a field that is not a string
+    as one byte: a key too long only by such fields' text is refused by the write task that makes it);
+    ``string_cols``: the input's string columns (the others cannot be empty)."""
     from pyspark.sql import functions as F
 
     def missing(f: str) -> Column:
         c = _col(f)
         return (c.isNull() | (c == F.lit(""))) if f in string_cols else c.isNull()
 
-    def too_long(f: str) -> Column:  # a value that alone makes a key longer than the key generator allows
-        return F.octet_length(_col(f)) > F.lit(MAX_ROW_LENGTH) if f in string_cols else F.lit(False)
+    def length(f: str) -> Column:
+        """The bytes of the field's value in the key (its placeholder when null or empty; at most the text the key
+        generator makes of a value that is not a string: one byte)."""
+        c = _col(f)
+        if f not in string_cols:
+            return F.when(c.isNull(), F.lit(len(NULL_PLACEHOLDER))).otherwise(F.lit(1))
+        return (F.when(c.isNull(), F.lit(len(NULL_PLACEHOLDER))).when(c == F.lit(""), F.lit(len(EMPTY_PLACEHOLDER)))
+                .otherwise(F.octet_length(c)))
 
     fields = kg.record_key_fields
     if not kg.complex_key_encoding:
-        return missing(fields[0]) | too_long(fields[0])
+        return missing(fields[0]) | (F.octet_length(_col(fields[0])) > F.lit(MAX_ROW_LENGTH))
     cond = missing(fields[0])
     for f in fields[1:]:
         cond = cond & missing(f)
+    size = F.lit(len(fields) - 1 + sum(len(f) + 1 for f in fields))  # "f1:v1,f2:v2"
     for f in fields:
-        cond = cond | too_long(f)
-    return cond
+        size = size + length(f)
+    return cond | (size > F.lit(MAX_ROW_LENGTH))
 
 
 #: the bucket of a bulk insert's record whose partition its plan did not see (the input changed between reads)

@@ -115,3 +115,11 @@ def test_record_keys_follow_the_key_generator() -> None:
     composite = _Table(TableConfig.create("t", record_key_fields=["a", "b"], partition_fields=["p"]))
     assert record_keys(composite, schema, [Pred("a", EQ, "x"), Pred("b", IN, (2, 1))]) == ["a:x,b:1", "a:x,b:2"]
     assert record_keys(composite, schema, [Pred("a", EQ, "x")]) is None
+    # a key the key generator refuses (empty) is held by no record; the others still prune
+    assert record_keys(simple, schema, [Pred("a", IN, ("x", ""))]) == ["x"]
+    assert record_keys(simple, schema, [Pred("a", EQ, "")]) == []
+    assert record_keys(composite, schema, [Pred("a", IN, ("", "x")), Pred("b", EQ, 1)]) == ["a:__empty__,b:1",
+                                                                                           "a:x,b:1"]
+    # a key longer than pyhudi writes may be held by a table without a record index: it is looked for
+    long = "y" * 40000
+    assert record_keys(simple, schema, [Pred("a", IN, ("x", long))]) == ["x", long]

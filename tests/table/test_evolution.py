@@ -113,3 +113,14 @@ def test_commit_schema_is_null_first_with_defaults() -> None:
                                          "fields": [{"name": "x", "type": ["null", "long"], "default": None}]}],
          "default": None},
     ]
+
+
+def test_names_differing_only_in_case() -> None:
+    """A write may not introduce a name that differs only in case from another (at any depth, new columns'
+    fields too); a table that already holds such a pair (written by Hudi) stays writable."""
+    table = pa.schema([("id", pa.string()), ("val", pa.int32()), ("Val", pa.int32())])
+    assert writer_schema(table, table, reconcile=False, where="w") == table
+    for added in [pa.field("VAL", pa.int32()), pa.field("st", pa.struct([("x", pa.int32()), ("X", pa.int32())])),
+                  pa.field("ls", pa.list_(pa.struct([("y", pa.int32()), ("Y", pa.int32())])))]:
+        with pytest.raises(InvalidInputError, match="differ only in case"):
+            writer_schema(table, pa.schema([*table, added]), reconcile=False, where="w")

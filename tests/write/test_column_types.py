@@ -127,7 +127,7 @@ def test_types_round_trip(spark, tmp_path, table_type: str, schema: pa.Schema) -
 
 def test_a_map_with_a_key_twice_is_refused_by_a_log_write(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
     """Spark keeps a map's duplicate keys (as Arrow handed them); an Avro map cannot hold them, so a merge-on-read
-    update is refused, naming the key, and the table reads as before."""
+    update fails, naming the key: no reader sees it, nothing completes, and the next write rolls it back."""
     schema = pa.schema([("key", pa.string()), ("ts", pa.int64()), ("part", pa.string()),
                         ("m", pa.map_(pa.string(), pa.int32()))])
     opts = {**OPTS, "hoodie.table.type": "MERGE_ON_READ"}
@@ -135,10 +135,16 @@ def test_a_map_with_a_key_twice_is_refused_by_a_log_write(spark, tmp_path) -> No
     first = [{"key": "a", "ts": 1, "part": "p1", "m": [("x", 1)]}]
     Table.create(base, schema, opts).write(spark.createDataFrame(pa.Table.from_pylist(first, schema)), "insert", opts)
     before = _rows(_rs_read(base), schema)
+    completed = [i.requested_time for i in Table.open(base).timeline().completed_commits()]
     dup = [{"key": "a", "ts": 2, "part": "p1", "m": [("x", 1), ("x", 2)]}]
     with pytest.raises(PyHudiError, match=r"key twice.*'x'"):
         Table.open(base).write(spark.createDataFrame(pa.Table.from_pylist(dup, schema)), "upsert", opts)
     assert _rows(_rs_read(base), schema) == before == _rows(Table.open(base).to_arrow(), schema)
+    assert [i.requested_time for i in Table.open(base).timeline().completed_commits()] == completed
+    fixed = [{"key": "a", "ts": 3, "part": "p1", "m": [("x", 2)]}]
+    Table.open(base).write(spark.createDataFrame(pa.Table.from_pylist(fixed, schema)), "upsert", opts)
+    assert _rows(_rs_read(base), schema) == _rows(fixed, schema) == _rows(Table.open(base).to_arrow(), schema)
+    assert all(i.is_completed for i in Table.open(base).timeline())  # the failed write rolled back
     report = validate_table(Table.open(base))
     assert report.ok, report.to_dict()
 
