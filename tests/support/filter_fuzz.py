@@ -106,6 +106,7 @@ class Conditions:
         rng = self.rng
         if rng.random() < 0.12 and self.keys:
             ks = rng.sample(self.keys, min(len(self.keys), rng.randint(1, 3))) + (["no-such-key"] * (rng.random() < 0.3))
+            ks += [""] * (rng.random() < 0.15)  # a key no record can have (the key generator refuses it)
             t = self.types[self.key]
             if len(ks) == 1:
                 return f"{self._name(self.key)} = {literal(t, ks[0])}"
