@@ -258,7 +258,8 @@ class WriteProducer:
         if routing is not None:
             prepared = prepared.repartition(routing.partitions, ROUTE_COL)
         if combine:
-            order = [F.col(f).desc_nulls_first() for f in cfg.ordering_fields] if not self.delete_all else []
+            order = [] if self.delete_all else [
+                _java_ordered(F.col(f), out_schema.field(f).type).desc_nulls_first() for f in cfg.ordering_fields]
             # one record per HoodieKey (key + partition path); per record key only with a global index
             by = [RECORD_KEY_COL] if cfg.is_global_index else [RECORD_KEY_COL, PARTITION_PATH_COL]
             if routing is not None:  # a function of the key: the routed partitions already hold all of a key's records
@@ -793,7 +794,8 @@ def _split_movers_by_ordering(job: WriteJob, movers: DataFrame) -> tuple[DataFra
     j = movers.join(stored, movers[RECORD_KEY_COL] == stored["__okey"], "left")
     old_wins = F.lit(False)
     for f in reversed(fields):
-        o, n = F.col(f"__old_{f}"), F.col(f)
+        t = job.data_schema.field(f).type
+        o, n = _java_ordered(F.col(f"__old_{f}"), t), _java_ordered(F.col(f), t)
         gt = (o.isNotNull() & n.isNull()) | F.coalesce(o > n, F.lit(False))
         old_wins = gt | (o.eqNullSafe(n) & old_wins)
     drop = ["__okey", *[f"__old_{f}" for f in fields]]
@@ -978,6 +980,18 @@ def _col(name: str) -> Column:
     from pyspark.sql import functions as F
 
     return F.col("`" + name.replace("`", "``") + "`")
+
+
+def _java_ordered(c: Column, t: pa.DataType) -> Column:
+    """``c`` as a value Spark orders as Java orders ordering values (:func:`pyhudi.read.merge.java_order`): Spark
+    holds -0.0 equal to 0.0 (its functions, ``atan2`` and ``signum`` too, see them alike), so a floating-point value
+    is paired with its sign as its text shows it (-1 for "-0.0") and compared as a struct; null stays null."""
+    from pyspark.sql import functions as F
+
+    if not pa.types.is_floating(t):
+        return c
+    sign = F.when(c.cast("string").startswith("-"), F.lit(-1)).otherwise(F.lit(1))
+    return F.when(c.isNull(), F.lit(None)).otherwise(F.struct(c, sign))
 
 
 def _groups_exactly(t: Any) -> bool:
