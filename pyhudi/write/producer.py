@@ -311,7 +311,9 @@ class WriteProducer:
             )
         index = index_for(self.cfg.index_type)
         tagged = index.tag(self.job, prepared)
-        if index.is_global and self.cfg.update_partition_path:
+        ordered = self.cfg.merge_mode == "EVENT_TIME_ORDERING" and bool(self.cfg.ordering_fields)
+        soft_deletes = ordered and not self.delete_all and IS_DELETED_COL in prepared.columns
+        if (index.is_global and self.cfg.update_partition_path) or soft_deletes:
             # the moves split the tagged records into several branches: look the keys up once
             tagged = tagged.persist(_storage_level())
             self._persisted.append(tagged)
@@ -323,7 +325,15 @@ class WriteProducer:
             )
         # deletes of keys the table does not hold do nothing (one SQL expression: one call into the JVM, where
         # the same condition built from columns takes a few dozen)
-        return tagged.filter(F.expr(f"NOT (`{OP_COL}` = '{OP_DELETE}' AND `{LOC_FILE_ID_COL}` IS NULL)"))
+        tagged = tagged.filter(F.expr(f"NOT (`{OP_COL}` = '{OP_DELETE}' AND `{LOC_FILE_ID_COL}` IS NULL)"))
+        if soft_deletes:
+            # a record flagged _hoodie_is_deleted carries its ordering value: under event-time ordering it deletes
+            # the stored record unless that one's is greater, as Hudi's merge decides (a delete operation's keys
+            # carry none and always delete); one the stored record outranks changes nothing
+            deleting = F.expr(f"`{OP_COL}` = '{OP_DELETE}'")
+            applied, _ = _split_movers_by_ordering(self.job, tagged.filter(deleting))
+            tagged = tagged.filter(~deleting).unionByName(applied)
+        return tagged
 
     def count(self, tagged: DataFrame) -> list[tuple[str, str | None, int]]:
         rows = cached.grouped_counts(tagged, [PARTITION_PATH_COL, LOC_FILE_ID_COL])
