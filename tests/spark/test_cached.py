@@ -13,8 +13,17 @@ def _cached_partitions(spark) -> int:  # type: ignore[no-untyped-def]
     return sum(i.numCachedPartitions() for i in spark.sparkContext._jsc.sc().getRDDStorageInfo())
 
 
-def test_grouped_counts_fill_the_cache_and_match_a_plain_count(spark) -> None:  # type: ignore[no-untyped-def]
+def _nothing_cached(spark) -> None:  # type: ignore[no-untyped-def]
+    """Drop what earlier tests in this session left cached, waiting for it (``clearCache`` alone returns before
+    the blocks are gone), so the counts below see this test's partitions only."""
     spark.catalog.clearCache()
+    for rdd in spark.sparkContext._jsc.getPersistentRDDs().values():
+        rdd.unpersist(True)
+    assert _cached_partitions(spark) == 0
+
+
+def test_grouped_counts_fill_the_cache_and_match_a_plain_count(spark) -> None:  # type: ignore[no-untyped-def]
+    _nothing_cached(spark)
     rows = [(f"p{i % 3}", None if i % 4 == 0 else f"f{i % 5}") for i in range(1000)]
     df = spark.createDataFrame(rows, "part string, fid string").repartition(4).persist()
     aqe_before = spark.conf.get("spark.sql.adaptive.enabled")
@@ -47,7 +56,7 @@ def test_grouped_counts_of_an_empty_frame(spark) -> None:  # type: ignore[no-unt
 
 
 def test_a_frame_with_settings_reads_the_same_cache_in_a_session_of_its_own(spark) -> None:  # type: ignore[no-untyped-def]
-    spark.catalog.clearCache()
+    _nothing_cached(spark)
     conf = "spark.sql.execution.arrow.maxBytesPerBatch"
     before = spark.conf.get(conf)
     df = spark.range(100).repartition(2).persist()
