@@ -385,6 +385,7 @@ class BloomIndex(Index):
         self.stats: BloomIndexStats | None = None
 
     def tag(self, job: WriteJob, records: DataFrame) -> DataFrame:
+        from pyspark import StorageLevel
         from pyspark.sql import functions as F
         from pyspark.sql.pandas.types import from_arrow_schema
 
@@ -436,12 +437,15 @@ class BloomIndex(Index):
         pairs = records.select(RECORD_KEY_COL, PARTITION_PATH_COL).mapInArrow(
             _pairs_task(files, self.is_global), from_arrow_schema(_PAIRS)
         )
+        # computed once, by the statistics' job below, and read again by the write: persisted until the write
+        # ends (the producer releases ``job.held``)
         checked = (
             pairs.repartition(max(1, min(n, parallelism)), _FILE)
             .sortWithinPartitions(_FILE)
             .mapInArrow(_check_task(job.storage, job.base_path, files), from_arrow_schema(_CHECKED))
-            .localCheckpoint(eager=True)
+            .persist(StorageLevel.MEMORY_AND_DISK)
         )
+        job.held.append(checked)
         self._fill(stats, checked.filter(F.col(_KEY).isNull()).select(_FILE, _CANDS, _POS, _FOUND, _TYPE).toArrow())
         self._log(stats)
 

@@ -580,9 +580,10 @@ class WriteProducer:
         faults.at(point, faults.spec(self.cfg.options))
 
     def unpersist(self) -> None:
-        for df in self._persisted:
+        for df in [*self._persisted, *self.job.held]:
             cached.release(df)
         self._persisted.clear()
+        self.job.held.clear()
 
 
 # The write assigns records to buckets with literal maps in the plan (no Spark job) when the plan has at most

@@ -28,6 +28,7 @@ from pyhudi.index import index_for
 from pyhudi.index.base import LOC_FILE_ID_COL, LOC_PARTITION_COL
 from pyhudi.index.bloom import BloomIndex, BloomIndexStats, candidate_pairs, file_groups
 from pyhudi.io.bloom import PARQUET_BLOOM_FILTER_TYPE_CODE_KEY, BloomFilter
+from pyhudi.spark import cached
 from pyhudi.table import base_file
 from pyhudi.table.schema import PARTITION_PATH_COL, RECORD_KEY_COL
 from pyhudi.table.table import Table
@@ -161,6 +162,8 @@ def tag(spark, table: Table, df, index_type: str, options: dict[str, str], opera
     index = index_for(index_type)
     out = index.tag(job, prepared).select(RECORD_KEY_COL, PARTITION_PATH_COL, LOC_PARTITION_COL, LOC_FILE_ID_COL, OP_COL)
     rows = sorted((tuple(r) for r in out.collect()), key=_sort_key)
+    for held in job.held:  # what a write's producer releases when it ends
+        cached.release(held)
     return Tagged(rows, index.stats if isinstance(index, BloomIndex) else None)
 
 
@@ -438,9 +441,13 @@ def test_java_fixture_upserts(spark, tmp_path: Path, zip_name: str, caplog: pyte
     assert sum(s.files_pruned_by_bloom for s in stats.values()) > 0
     assert sum(s.files_pruned_by_range for s in stats.values()) > 0 or len(files) <= 2
 
-    # end to end: the upsert with BLOOM, read back by hudi-rs
+    # end to end: the upsert with BLOOM, read back by hudi-rs; what its index persisted is released with it
+    persistent = spark.sparkContext._jsc.getPersistentRDDs
+    for rdd in persistent().values():
+        rdd.unpersist(True)
     with caplog.at_level(logging.INFO, logger="pyhudi.index.bloom"):
         table.write(df, "upsert", {**opts, "hoodie.index.type": "BLOOM"})
+    assert len(dict(persistent())) == 0
     logged = [r.bloom_index_stats for r in caplog.records if hasattr(r, "bloom_index_stats")]
     assert len(logged) == 1 and logged[0].matches == sum(v == "update" for v in kinds.values())
     want_rows = {record_key(table, r): r for r in data.to_pylist()}
