@@ -651,5 +651,10 @@ class WriteConfig:
         )
 
     @property
+    def event_time_ordering(self) -> bool:
+        """Records of a key are ordered by their ordering fields (``hoodie.record.merge.mode``)."""
+        return self.merge_mode == "EVENT_TIME_ORDERING"
+
+    @property
     def is_global_index(self) -> bool:
         return self.index_type.startswith("GLOBAL_") or self.index_type == "RECORD_INDEX"

@@ -437,8 +437,7 @@ class BloomIndex(Index):
         pairs = records.select(RECORD_KEY_COL, PARTITION_PATH_COL).mapInArrow(
             _pairs_task(files, self.is_global), from_arrow_schema(_PAIRS)
         )
-        # computed once, by the statistics' job below, and read again by the write: persisted until the write
-        # ends (the producer releases ``job.held``)
+        # computed once, by the statistics' job below, and read again by the write: held until the write ends
         checked = (
             pairs.repartition(max(1, min(n, parallelism)), _FILE)
             .sortWithinPartitions(_FILE)

@@ -41,7 +41,7 @@ class WriteJob:
     prepared: DataFrame | None = None
     routing: KeyRouting | None = None  # how the prepared records were partitioned for the index's tag
     stats_columns: tuple[str, ...] | None = None  # the table keeps column_stats of these columns (set at start)
-    held: list[DataFrame] = field(default_factory=list)  # persisted by an index for this write, released at its end
+    held: list[DataFrame] = field(default_factory=list)  # persisted for this write (producer, index), released at its end
     _partitions: list[str] | None = None
     _record_index: tuple[RecordIndexLookup | None] | None = None
 

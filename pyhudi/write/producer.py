@@ -169,7 +169,6 @@ class WriteProducer:
         self.cfg = job.config
         if job.merge_on_read and self.action == COMMIT:  # a merge-on-read table's writes are deltacommits
             self.action = DELTA_COMMIT
-        self._persisted: list[DataFrame] = []
         #: inserted plus deleted keys of ``status_df`` (the record index's changes), when :meth:`write` counted them
         self.index_changes: int | None = None
         self.index_deletes: int | None = None  #: the deleted keys among them
@@ -187,7 +186,7 @@ class WriteProducer:
             with job.timed("prepare"):
                 if held_rows(df) >= LOCAL_INPUT_CACHE_MIN_ROWS:
                     df = df.select("*").persist(_storage_level())
-                    self._persisted.append(df)
+                    self.job.held.append(df)
                 prepared = self.prepare(df)
                 looks_up = self.uses_index and bool(job.view.latest_base_files())
                 # an index may read the prepared records more than once: computed once (the record index reads
@@ -195,13 +194,13 @@ class WriteProducer:
                 keep = looks_up and not self.tag_reads_once()
                 if keep:
                     prepared = prepared.persist(_storage_level())
-                    self._persisted.append(prepared)  # released below, or by unpersist() if the tag fails
+                    self.job.held.append(prepared)  # released below, or by unpersist() if the tag fails
                 job.prepared = prepared
             with job.timed("tag"):
                 tagged = self.tag(prepared)
                 if self.caches_tagged():  # tagged records feed both the planning counts and the write: computed once
                     tagged = tagged.persist(_storage_level())
-                    self._persisted.append(tagged)
+                    self.job.held.append(tagged)
                 counts = self.count(tagged)
                 if keep:
                     cached.release(prepared)  # the tagged records are cached now
@@ -228,7 +227,7 @@ class WriteProducer:
         present = [(f, types[data_cols.index(f)]) for f in self.cfg.ordering_fields if f in data_cols]
         if combine:
             return tuple(f for f, _ in present)
-        if self.job.merge_on_read and self.cfg.merge_mode == "EVENT_TIME_ORDERING":
+        if self.job.merge_on_read and self.cfg.event_time_ordering:
             return tuple(f for f, t in present if not null_ordering_compares(t, f, self.job.base_path))
         return ()
 
@@ -311,17 +310,17 @@ class WriteProducer:
             )
         index = index_for(self.cfg.index_type)
         tagged = index.tag(self.job, prepared)
-        ordered = self.cfg.merge_mode == "EVENT_TIME_ORDERING" and bool(self.cfg.ordering_fields)
+        ordered = self.cfg.event_time_ordering and bool(self.cfg.ordering_fields)
         soft_deletes = ordered and not self.delete_all and IS_DELETED_COL in prepared.columns
         if (index.is_global and self.cfg.update_partition_path) or soft_deletes:
             # the moves split the tagged records into several branches: look the keys up once
             tagged = tagged.persist(_storage_level())
-            self._persisted.append(tagged)
+            self.job.held.append(tagged)
         if index.is_global:
             tagged = apply_partition_moves(
                 tagged,
                 self.cfg.update_partition_path,
-                self.job if self.cfg.merge_mode == "EVENT_TIME_ORDERING" else None,
+                self.job if self.cfg.event_time_ordering else None,
             )
         # deletes of keys the table does not hold do nothing (one SQL expression: one call into the JVM, where
         # the same condition built from columns takes a few dozen)
@@ -503,7 +502,7 @@ class WriteProducer:
             instant=job.instant,
             data_schema=job.data_schema,
             ordering_fields=self.cfg.ordering_fields,
-            event_time_ordering=self.cfg.merge_mode == "EVENT_TIME_ORDERING",
+            event_time_ordering=self.cfg.event_time_ordering,
             parquet_options={
                 **{k: v for k, v in self.cfg.options.items() if k in C.BASE_FILE_OPTIONS},
                 C.PARQUET_COMPRESSION: self.cfg.parquet_compression,
@@ -536,7 +535,7 @@ class WriteProducer:
             by_bucket(self.bucket_task(self.write_context(buckets))), from_arrow_schema(WRITE_STATUS_SCHEMA)
         )
         self.status_df = out.persist(_status_storage_level())
-        self._persisted.append(self.status_df)
+        self.job.held.append(self.status_df)
         # the record index's changes (inserted plus deleted keys) counted in the same job as the stats
         rows = cached.collect(self.status_df, [*map(F.col, STAT_COLUMNS), F.size("deleted_keys").alias("__d")])
         self.index_deletes = sum(max(0, r["__d"] or 0) for r in rows)
@@ -580,9 +579,8 @@ class WriteProducer:
         faults.at(point, faults.spec(self.cfg.options))
 
     def unpersist(self) -> None:
-        for df in [*self._persisted, *self.job.held]:
+        for df in self.job.held:
             cached.release(df)
-        self._persisted.clear()
         self.job.held.clear()
 
 
@@ -1047,7 +1045,7 @@ def _bad_key_condition(kg: KeyGenerator, string_cols: set[str]) -> Column:
 
     fields = kg.record_key_fields
     if not kg.complex_key_encoding:
-        return missing(fields[0]) | (F.octet_length(_col(fields[0])) > F.lit(MAX_ROW_LENGTH))
+        return missing(fields[0]) | (length(fields[0]) > F.lit(MAX_ROW_LENGTH))
     cond = missing(fields[0])
     for f in fields[1:]:
         cond = cond & missing(f)
@@ -1242,7 +1240,7 @@ class InsertOverwriteProducer(WriteProducer):
             )
             # read lazily (only a record index consumes the key lists), once
             gone = gone.persist(_status_storage_level())
-            self._persisted.append(gone)
+            self.job.held.append(gone)
             written = getattr(self, "status_df", None)
             self.status_df = gone if written is None else written.unionByName(gone)
             self.index_changes = self.index_deletes = None  # the replaced groups' keys are not counted yet
