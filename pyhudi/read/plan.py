@@ -209,15 +209,21 @@ def snapshot(
     read_optimized: bool = False,
     timeline: ActiveTimeline | None = None,
     view: FileSystemView | None = None,
+    completed_by: str | None = None,
 ) -> ScanPlan:
-    """The latest (or ``as_of``) snapshot; ``as_of`` is an instant time (see ``Table._check_as_of``)."""
+    """The latest (or ``as_of``) snapshot; ``as_of`` is an instant time (see ``Table._check_as_of``);
+    ``completed_by``: without the instants completed after that time (the table as a query planned earlier saw
+    it)."""
     tl = timeline or table.timeline()
     v = view or table.view(tl)
-    slices = v.latest_file_slices(as_of=as_of)
+    if completed_by is None:
+        slices = v.latest_file_slices(as_of=as_of)
+    else:
+        slices = v.at(as_of, completed_by=completed_by).latest_file_slices()
     if read_optimized:
         slices = [s for s in slices if s.base_file is not None]
-    spec = _spec(table, tl, as_of, instants=CommittedInstants.of(tl.commits(), as_of=as_of),
-                 read_optimized=read_optimized)
+    instants = CommittedInstants.of(tl.commits(), as_of=as_of, completed_by=completed_by)
+    spec = _spec(table, tl, as_of, instants=instants, read_optimized=read_optimized)
     return ScanPlan(_for_slices(table, spec, slices), tuple(SliceSpec.of(s) for s in slices))
 
 

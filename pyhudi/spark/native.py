@@ -15,6 +15,10 @@ statistics and dictionaries skip matching rows; a timestamp literal finer than a
 the unit of a file storing milliseconds), and none without data skipping; a planned file that is missing fails the
 query.
 
+A merge-on-read snapshot is split: Spark's parquet reader reads its file slices without log files, the Python
+source those with log files to merge (a ``Union`` of the two scans). Each half plans the table as the rule saw it
+(the instants completed by then) and checks it planned the same slices, so no slice is read twice or not at all.
+
 A scan is handed over only when Spark reads its files as pyhudi does (:func:`refusal`): no log file is merged, the
 files are on the local filesystem (which every JVM of a local session reaches), the table does not map columns by
 field id (schema-on-read evolution), keeps its partition columns and meta columns in the files, every column is
@@ -39,6 +43,7 @@ import tempfile
 import weakref
 import zipfile
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -143,9 +148,20 @@ def _type_ok(t: pa.DataType) -> bool:
     return False
 
 
-def refusal(options: Mapping[str, str], schema: StructType) -> tuple[str | None, str]:
-    """(None, the table's root URI for the JVM) when Spark's parquet reader can read the scan of ``schema`` (the
-    columns Spark asks of the source, its types) exactly; else (why not, "")."""
+@dataclass(frozen=True)
+class Handover:
+    """How Spark's parquet reader takes a scan: the table's root URI for the JVM, the read options its file index
+    plans with, and, for a merge-on-read snapshot whose slices with log files the Python source reads, the read
+    options of that source's half of the scan (None: Spark's reader reads it all)."""
+
+    root: str
+    native: Mapping[str, str] = field(default_factory=dict)
+    python: Mapping[str, str] | None = None
+
+
+def refusal(options: Mapping[str, str], schema: StructType) -> tuple[str | None, Handover | None]:
+    """(None, how) when Spark's parquet reader can read the scan of ``schema`` (the columns Spark asks of the
+    source, its types), or its slices without log files, exactly; else (why not, None)."""
     from pyspark.sql.pandas.types import from_arrow_type
 
     from pyhudi.read import plan as read_plan
@@ -153,39 +169,55 @@ def refusal(options: Mapping[str, str], schema: StructType) -> tuple[str | None,
     from pyhudi.table.schema import resolve_schema, with_meta
 
     if not C.bool_option(options, C.READ_SPARK_PARQUET):
-        return f"{C.READ_SPARK_PARQUET}=false", ""
+        return f"{C.READ_SPARK_PARQUET}=false", None
     qt = query_type(options)
     if qt == INCREMENTAL:
-        return "an incremental query (records filtered by commit)", ""
+        return "an incremental query (records filtered by commit)", None
     table = read_plan.open_table(_path(options))
     cfg = table.config
-    if qt == SNAPSHOT and not cfg.is_cow:
-        return "a merge-on-read snapshot (log files merged)", ""
     if not table.storage.is_local:
-        return f"files on {table.storage.scheme} storage, which the JVM may not reach", ""
+        return f"files on {table.storage.scheme} storage, which the JVM may not reach", None
     if not cfg.populate_meta_fields or cfg.drop_partition_columns:
-        return "meta or partition columns not stored in the files", ""
+        return "meta or partition columns not stored in the files", None
     if cfg.base_file_format.strip().upper() != "PARQUET":
-        return f"base files in {cfg.base_file_format}", ""
+        return f"base files in {cfg.base_file_format}", None
     tl = table.timeline()
     as_of = read_plan.as_of_instant(table.base_path, C.AS_OF_INSTANT.get(options))
     data, sor = resolve_schema(table.storage, table.base_path, cfg, tl, as_of=as_of)
     if sor is not None:
-        return "schema-on-read evolution (columns matched by field id)", ""
+        return "schema-on-read evolution (columns matched by field id)", None
     table_schema = with_meta(data)
     changed = _retyped_columns(table, tl, table_schema)
     for f in schema.fields:
         i = table_schema.get_field_index(f.name)
         if i < 0:
-            return f"column {f.name!r} is not the table's", ""
+            return f"column {f.name!r} is not the table's", None
         t = table_schema.field(i).type
         if not _type_ok(t):
-            return f"column {f.name!r} of type {t}", ""
+            return f"column {f.name!r} of type {t}", None
         if from_arrow_type(t) != f.dataType:  # a user schema's other type: the Python source converts it
-            return f"column {f.name!r} asked as {f.dataType.simpleString()}, stored as {t}", ""
+            return f"column {f.name!r} asked as {f.dataType.simpleString()}, stored as {t}", None
         if f.name in changed:  # older files hold another type, which Spark's reader may not convert as Avro does
-            return f"column {f.name!r} was stored as {changed[f.name]} by an earlier commit", ""
-    return None, Path(table.base_path).as_uri()
+            return f"column {f.name!r} was stored as {changed[f.name]} by an earlier commit", None
+    root = Path(table.base_path).as_uri()
+    if qt == SNAPSHOT and not cfg.is_cow:
+        return _split(table, tl, as_of, root)
+    return None, Handover(root)
+
+
+def _split(table: Any, tl: Any, as_of: str | None, root: str) -> tuple[str | None, Handover | None]:
+    """A merge-on-read snapshot's halves: its slices without log files for Spark's reader, the others for the
+    Python source, both planned without what completes after now and checked against this plan's slices."""
+    from pyhudi.read import plan as read_plan
+    from pyhudi.spark import source as S
+
+    slices = read_plan.snapshot(table, as_of=as_of, timeline=tl).slices
+    with_logs = sum(1 for s in slices if s.log_files)
+    if slices and with_logs == len(slices):
+        return "a merge-on-read snapshot whose every file slice has log files to merge", None
+    common = {S.COMPLETED_BY_OPTION: S.latest_completion(tl) or "", S.DIGEST_OPTION: S.slices_digest(slices)}
+    return None, Handover(root, {**common, S.SLICES_OPTION: S.BASE_SLICES},
+                          {**common, S.SLICES_OPTION: S.LOG_SLICES} if with_logs else None)
 
 
 #: (base path, instant) -> the column types a completed commit's schema recorded; (base path, "archived", LSM
@@ -265,14 +297,18 @@ class Planner:
 
         options = CaseInsensitiveDict(json.loads(options_json))
         try:
-            why, root = refusal(options, StructType.fromJson(json.loads(schema_json)))
+            why, how = refusal(options, StructType.fromJson(json.loads(schema_json)))
         except Exception as e:  # the Python source reads the scan and reports what is wrong
-            why, root = f"{type(e).__name__}: {e}", ""
-        if why is not None:
+            why, how = f"{type(e).__name__}: {e}", None
+        if why is not None or how is None:
             log.debug("pyhudi: %s is read by the Python source: %s", options.get("path"), why)
             return json.dumps({"use": False, "why": why})
         # without data skipping no filter reaches parquet's row-group filters either
-        return json.dumps({"use": True, "root": root, "push": C.bool_option(options, C.READ_DATA_SKIPPING)})
+        answer: dict[str, Any] = {"use": True, "root": how.root, "native": dict(how.native),
+                                  "push": C.bool_option(options, C.READ_DATA_SKIPPING)}
+        if how.python is not None:
+            answer["python"] = dict(how.python)
+        return json.dumps(answer)
 
     def files(self, options_json: str, predicates_json: str) -> str:
         from pyspark.sql.datasource import CaseInsensitiveDict

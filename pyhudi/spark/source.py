@@ -27,6 +27,7 @@ How a query runs (PySpark plans a Python source in Python workers the driver's J
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -35,7 +36,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from pyhudi import config as C
-from pyhudi.errors import ConfigError, InvalidInputError
+from pyhudi.errors import ConfigError, InvalidInputError, PyHudiError
 from pyhudi.read.filters import Pred, from_spark
 from pyhudi.read.plan import ScanPlan
 from pyhudi.read.pruning import PruneReport, prune
@@ -46,11 +47,24 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from pyspark.sql.types import StructType
 
+    from pyhudi.table.timeline import ActiveTimeline
+
 NAME = "hudi"
 ALIAS = "pyhudi"
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 SNAPSHOT, READ_OPTIMIZED, INCREMENTAL = "snapshot", "read_optimized", "incremental"
 _PYTHON_SOURCE_CLASS = "org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2"
+
+# A merge-on-read snapshot split between Spark's parquet reader and this source
+# (:func:`pyhudi.spark.native.refusal`): the read options pyhudi's rule gives each half. Both halves plan the table
+# as it was when the rule planned it (the instants completed by then) and check they planned the same file slices.
+#: which slices this half reads: ``base`` (those without log files) or ``logs`` (the others)
+SLICES_OPTION = "pyhudi.internal.read.slices"
+BASE_SLICES, LOG_SLICES = "base", "logs"
+#: the latest completion time on the timeline the rule planned with
+COMPLETED_BY_OPTION = "pyhudi.internal.read.completed.by"
+#: the digest of the file slices the rule planned (:func:`slices_digest`)
+DIGEST_OPTION = "pyhudi.internal.read.slices.digest"
 
 
 def _path(options: Mapping[str, str]) -> str:
@@ -103,10 +117,18 @@ def plan_query(options: Mapping[str, str], preds: tuple[Pred, ...] = (),
         as_of = read_plan.as_of_instant(table.base_path, C.AS_OF_INSTANT.get(options))
         read_plan.check_retained(table, as_of, tl)
         ro = qt == READ_OPTIMIZED
-        plan = read_plan.snapshot(table, as_of=as_of, read_optimized=ro, timeline=tl)
+        # one half of a split scan: the table without what completed after the rule planned (nothing to leave
+        # out when nothing did)
+        bound = options.get(COMPLETED_BY_OPTION) or None
+        if bound is not None and bound >= (latest_completion(tl) or ""):
+            bound = None
+        plan = read_plan.snapshot(table, as_of=as_of, read_optimized=ro, timeline=tl, completed_by=bound)
+        half = options.get(SLICES_OPTION)
+        if half:
+            plan = _half(plan, str(half), str(options.get(DIGEST_OPTION) or ""))
         # the record index locates keys in the latest snapshot (a read-optimized read of a merge-on-read table
         # may see a record's older copy elsewhere)
-        use_ri = as_of is None and (not ro or table.config.is_cow)
+        use_ri = as_of is None and bound is None and (not ro or table.config.is_cow)
     skipping = C.bool_option(options, C.READ_DATA_SKIPPING)
     use_ri = use_ri and skipping
     plan, report = prune(table, plan, preds, timeline=tl, use_record_index=use_ri, column_stats=skipping)
@@ -115,6 +137,34 @@ def plan_query(options: Mapping[str, str], preds: tuple[Pred, ...] = (),
     if columns is not None:
         plan = ScanPlan(replace(plan.read, schema=read_schema(plan.read, columns)), plan.slices)
     return plan, report
+
+
+def latest_completion(tl: ActiveTimeline) -> str | None:
+    """The latest completion time on ``tl``."""
+    return max((i.completion_time for i in tl.completed() if i.completion_time), default=None)
+
+
+def slices_digest(slices: tuple[SliceSpec, ...]) -> str:
+    """A digest of the file slices of a plan: their files, in a fixed order."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for sl in sorted(slices, key=lambda s: (s.partition, s.file_id)):
+        h.update(json.dumps([sl.partition, sl.file_id, sl.base_file, list(sl.log_files)]).encode())
+    return h.hexdigest()
+
+
+def _half(plan: ScanPlan, half: str, digest: str) -> ScanPlan:
+    """The slices of one half of a split scan (``base``: without log files; ``logs``: with), after checking the
+    plan has the slices the rule planned: a slice read by both halves or by neither would duplicate or lose rows."""
+    if half not in (BASE_SLICES, LOG_SLICES):
+        raise ConfigError(f"{SLICES_OPTION}={half!r}: expected {BASE_SLICES!r} or {LOG_SLICES!r}")
+    if slices_digest(plan.slices) != digest:
+        raise PyHudiError(
+            f"{plan.read.base_path}: the table's file slices changed while the query was planned (a commit "
+            "completed before an earlier one, or files were cleaned or archived in between); run the query again")
+    keep = tuple(s for s in plan.slices if bool(s.log_files) == (half == LOG_SLICES))
+    return ScanPlan(plan.read, keep)
 
 
 def read_schema(spec: ReadSpec, columns: tuple[str, ...]) -> pa.Schema:

@@ -73,7 +73,8 @@ def test_which_scans_spark_reads(spark, cow: str, tmp_path: Path) -> None:  # ty
     assert not uses_spark_reader(inc) and inc.count() == 400
     off = spark.read.format("hudi").option("pyhudi.read.spark.parquet", "false").load(cow)
     assert not uses_spark_reader(off) and off.count() == 400
-    # merge-on-read: a snapshot merges log files (Python); a read-optimized query reads base files (Spark)
+    # merge-on-read: a snapshot whose every slice has log files is merged by the Python source; a read-optimized
+    # query reads base files (Spark)
     m = MorTable(tmp_path / "m")
     m.commit(base={"fg1": [{"id": f"k{i:03d}", "ts": i} for i in range(20)]})
     m.commit(logs={"fg1": [data({"id": "k010", "ts": 90})]})
@@ -82,9 +83,9 @@ def test_which_scans_spark_reads(spark, cow: str, tmp_path: Path) -> None:  # ty
     ro = spark.read.format("hudi").option(QT, "read_optimized").load(m.base)
     assert uses_spark_reader(ro) and ro.where("id = 'k010'").collect()[0]["ts"] == 10
     why, _ = refusal({"path": m.base}, StructType([StructField("id", StringType())]))
-    assert why == "a merge-on-read snapshot (log files merged)"
-    why, root = refusal({"path": cow}, StructType([StructField("id", StringType()), StructField("n", LongType())]))
-    assert why is None and root == Path(cow).as_uri()
+    assert why == "a merge-on-read snapshot whose every file slice has log files to merge"
+    why, how = refusal({"path": cow}, StructType([StructField("id", StringType()), StructField("n", LongType())]))
+    assert why is None and how is not None and how.root == Path(cow).as_uri() and how.python is None
     # a user schema asking a column as another type: the Python source converts it
     why, _ = refusal({"path": cow}, StructType([StructField("n", DoubleType())]))
     assert why == "column 'n' asked as double, stored as int64"
@@ -168,7 +169,7 @@ def test_planner_declines_what_it_cannot_read(tmp_path: Path) -> None:
     assert json.loads(p.describe(json.dumps({"path": str(tmp_path / "none")}), schema("a")))["use"] is False
     base = str(unzip_table("cow_v9_txns_simple_meta.zip", tmp_path))
     ok = json.loads(p.describe(json.dumps({"path": base}), schema("txn_id")))
-    assert ok == {"use": True, "root": Path(base).as_uri(), "push": True}
+    assert ok == {"use": True, "root": Path(base).as_uri(), "native": {}, "push": True}
     off = json.loads(p.describe(json.dumps({"path": base, "hoodie.enable.data.skipping": "false"}), schema("txn_id")))
     assert off["use"] is True and off["push"] is False
     no = json.loads(p.describe(json.dumps({"path": base}), schema("nope")))
@@ -412,3 +413,92 @@ def test_dates_of_the_julian_gap(spark, reader, tmp_path: Path) -> None:  # type
                  "d IN (DATE'1582-10-14', DATE'1582-10-15')", "d <= DATE'1582-10-14'",
                  "at > TIMESTAMP'1582-10-10 00:00:00+00:00'", "at < TIMESTAMP'1582-10-14 00:00:00+00:00'"]:
         assert sorted(r["id"] for r in df.where(cond).collect()) == sorted(r["id"] for r in mem.where(cond).collect()), cond
+
+
+def _mor_half_logged(spark: Any, base: str) -> list[str]:  # type: ignore[no-untyped-def]
+    """A merge-on-read table of 4 day partitions (one file group each, 100 rows), whose first two days got an
+    upsert (log files) after the insert; its commits' instants."""
+    opts = {**OPTS, "hoodie.table.name": "split", "hoodie.datasource.write.table.type": "MERGE_ON_READ",
+            "hoodie.parquet.small.file.limit": "0"}
+    n = 400
+    t = pa.table({"id": [f"k{i:05d}" for i in range(n)], "ts": pa.array([1] * n, pa.int64()),
+                  "dt": [DAYS[i // 100] for i in range(n)], "n": pa.array(range(n), pa.int64()),
+                  "v": pa.array([float(i) for i in range(n)], pa.float64())})
+    table = Table.create(base, t.schema, opts)
+    table.write(spark.createDataFrame(t), "insert", opts)
+    up = pa.table({"id": ["k00005", "k00150"], "ts": pa.array([2, 2], pa.int64()), "dt": [DAYS[0], DAYS[1]],
+                   "n": pa.array([5, 150], pa.int64()), "v": pa.array([-1.0, -2.0], pa.float64())})
+    table.write(spark.createDataFrame(up), "upsert", opts)
+    return [i.requested_time for i in Table.open(base).timeline().completed_commits()]
+
+
+def _rows(rows: Any) -> list[tuple[Any, ...]]:
+    return sorted((r["id"], r["dt"], r["n"], r["v"]) for r in rows)
+
+
+def test_a_merge_on_read_snapshot_is_split(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A merge-on-read snapshot: Spark's parquet reader reads the slices without log files, the Python source
+    those with log files, each half pruned by the query's filters; the rows are hudi-rs's."""
+    from tests.support.workload import hudi_rs_read
+
+    base = str(tmp_path / "split")
+    instants = _mor_half_logged(spark, base)
+    planner = planner_of(spark)
+    assert planner is not None
+    df = spark.read.format("hudi").load(base)
+    text = plan_text(df)
+    assert "HudiFileIndex" in text and "Union" in text and "BatchScan hudi" in text, text
+    want = _rows(hudi_rs_read(base).to_pylist())
+    assert _rows(df.collect()) == want and len(want) == 400
+    assert sorted(r["v"] for r in df.where("v < 0").collect()) == [-2.0, -1.0]
+    # one partition: Spark lists its file only when it has no log file; the Python half plans only its slices
+    for day, listed in ((DAYS[0], 0), (DAYS[2], 1)):
+        q = df.where(f"dt = '{day}'")
+        assert _rows(q.collect()) == [r for r in want if r[1] == day]
+        assert planner.planned == listed, day
+    assert df.where("dt = 'x'").count() == 0
+    # the columns a query uses, through both halves
+    assert df.groupBy().sum("n").collect()[0][0] == sum(range(400))
+    assert "ReadSchema: struct<n:bigint>" in plan_text(df.groupBy().sum("n"))
+    # keys through both halves (the record index prunes each)
+    got = df.where("id in ('k00005', 'k00300')").select("id", "v").collect()
+    assert sorted((r["id"], r["v"]) for r in got) == [("k00005", -1.0), ("k00300", 300.0)]
+    # as of the insert no slice had log files: Spark's reader alone
+    old = spark.read.format("hudi").option("as.of.instant", instants[0]).load(base)
+    assert uses_spark_reader(old) and "Union" not in plan_text(old)
+    assert _rows(old.collect()) == _rows(hudi_rs_read(base, as_of=instants[0]).to_pylist())
+    # off: the Python source reads it all, the same rows
+    off = spark.read.format("hudi").option("pyhudi.read.spark.parquet", "false").load(base)
+    assert not uses_spark_reader(off) and _rows(off.collect()) == want
+
+
+def test_split_halves_see_the_table_the_rule_planned(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """The two halves of a split scan plan the table as the rule saw it: a commit completing in between (here
+    a log file added to a slice that had none) is left out of both, so the slice is read once, by Spark's
+    reader; halves planned from other slices than the rule's fail the query instead of reading a slice twice or
+    not at all."""
+    from pyhudi.errors import PyHudiError
+    from pyhudi.spark.source import DIGEST_OPTION
+
+    base = str(tmp_path / "split")
+    _mor_half_logged(spark, base)
+    why, how = refusal({"path": base}, StructType([StructField("id", StringType())]))
+    assert why is None and how is not None and how.python is not None
+    native, python = {"path": base, **how.native}, {"path": base, **how.python}
+
+    def planned(opts: dict[str, str]) -> list[tuple[str, int]]:
+        plan, _ = plan_query(opts)
+        return sorted((s.partition, len(s.log_files)) for s in plan.slices)
+
+    assert planned(native) == [(DAYS[2], 0), (DAYS[3], 0)]
+    assert planned(python) == [(DAYS[0], 1), (DAYS[1], 1)]
+    opts = {**OPTS, "hoodie.table.name": "split", "hoodie.datasource.write.table.type": "MERGE_ON_READ",
+            "hoodie.parquet.small.file.limit": "0"}
+    up = pa.table({"id": ["k00250"], "ts": pa.array([3], pa.int64()), "dt": [DAYS[2]],
+                   "n": pa.array([250], pa.int64()), "v": pa.array([-3.0], pa.float64())})
+    Table.open(base).write(spark.createDataFrame(up), "upsert", opts)
+    assert planned(native) == [(DAYS[2], 0), (DAYS[3], 0)]
+    assert planned(python) == [(DAYS[0], 1), (DAYS[1], 1)]
+    assert planned({"path": base}) == [(DAYS[0], 1), (DAYS[1], 1), (DAYS[2], 1), (DAYS[3], 0)]
+    with pytest.raises(PyHudiError, match="changed while the query was planned"):
+        plan_query({**python, DIGEST_OPTION: "0" * 64})

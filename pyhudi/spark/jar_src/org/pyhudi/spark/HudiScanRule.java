@@ -4,20 +4,32 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.HashMap;
+import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.WeakHashMap;
 import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.expressions.Attribute;
 import org.apache.spark.sql.catalyst.expressions.AttributeReference;
+import org.apache.spark.sql.catalyst.expressions.ExprId;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.Literal;
+import org.apache.spark.sql.catalyst.expressions.NamedExpression;
+import org.apache.spark.sql.catalyst.expressions.SubqueryExpression;
+import org.apache.spark.sql.catalyst.plans.logical.Filter;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.plans.logical.Project;
+import org.apache.spark.sql.catalyst.plans.logical.Union;
 import org.apache.spark.sql.catalyst.rules.Rule;
 import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
 import org.apache.spark.sql.execution.datasources.LogicalRelation$;
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2ScanRelation;
+import org.apache.spark.sql.connector.catalog.Table;
+import org.apache.spark.sql.connector.expressions.Transform;
+import org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonTable;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
@@ -40,6 +52,8 @@ import scala.runtime.AbstractPartialFunction;
  */
 public final class HudiScanRule extends Rule<LogicalPlan> {
   private static final ObjectMapper JSON = new ObjectMapper();
+  /** The read option naming the file slices of a split scan one half reads (pyhudi.spark.source). */
+  private static final String SLICES_OPTION = "pyhudi.internal.read.slices";
   /**
    * The reader's options, over the session's: a planned base file that is missing or unreadable fails the query
    * (never skipped, whatever {@code spark.sql.files.ignoreMissingFiles} / {@code ignoreCorruptFiles} say, as
@@ -112,20 +126,87 @@ public final class HudiScanRule extends Rule<LogicalPlan> {
     if (reg == null || hasInvalidString(plan)) {
       return plan;
     }
-    return plan.transformUp(new AbstractPartialFunction<LogicalPlan, LogicalPlan>() {
+    // top down: the Filter and Project nodes right above a scan are taken with it (a split scan repeats them
+    // over each half, so each half is pruned and pushed down as the scan was)
+    Set<LogicalPlan> asked = Collections.newSetFromMap(new IdentityHashMap<>());  // each scan once
+    return plan.transformDown(new AbstractPartialFunction<LogicalPlan, LogicalPlan>() {
       @Override
       public boolean isDefinedAt(LogicalPlan p) {
-        return source(p, reg) != null;
+        LogicalPlan scan = chainScan(p, reg);
+        return scan != null && !asked.contains(scan);
       }
 
       @Override
       public LogicalPlan apply(LogicalPlan p) {
-        if (p instanceof DataSourceV2Relation r && source(p, reg) != null) {
-          return replace(p, r.options(), r.output(), reg.planner());
-        } else if (p instanceof DataSourceV2ScanRelation s && source(p, reg) != null) {
-          return replace(p, s.relation().options(), s.output(), reg.planner());
-        }
-        return p;
+        LogicalPlan scan = chainScan(p, reg);
+        asked.add(scan);
+        return replaceChain(p, scan, reg.planner());
+      }
+    });
+  }
+
+  /**
+   * The scan of pyhudi's source at the bottom of {@code p}, when {@code p} is that scan or a chain of Filter and
+   * attribute-only Project nodes over it (filters without subqueries, deterministic); else null. The Python half
+   * of a split scan (its read options name its slices) is not taken again.
+   */
+  private static LogicalPlan chainScan(LogicalPlan p, Registration reg) {
+    LogicalPlan cur = p;
+    while (true) {
+      if (source(cur, reg) != null) {
+        CaseInsensitiveStringMap options = cur instanceof DataSourceV2Relation r ? r.options()
+            : ((DataSourceV2ScanRelation) cur).relation().options();
+        return options.containsKey(SLICES_OPTION) ? null : cur;
+      }
+      if (cur instanceof Filter f && f.condition().deterministic()
+          && !SubqueryExpression.hasSubquery(f.condition())) {
+        cur = f.child();
+      } else if (cur instanceof Project pr && attributesOnly(pr)) {
+        cur = pr.child();
+      } else {
+        return null;
+      }
+    }
+  }
+
+  private static boolean attributesOnly(Project p) {
+    for (NamedExpression e : CollectionConverters.asJava(p.projectList())) {
+      if (!(e instanceof AttributeReference)) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /** {@code top} (a chain of Filter and Project nodes over {@code scan}, or the scan) with the scan replaced. */
+  private LogicalPlan replaceChain(LogicalPlan top, LogicalPlan scan, HudiPlanner planner) {
+    if (scan instanceof DataSourceV2Relation r) {
+      return replace(top, scan, r, r.options(), r.output(), planner);
+    }
+    DataSourceV2ScanRelation s = (DataSourceV2ScanRelation) scan;
+    return replace(top, scan, null, s.relation().options(), s.output(), planner);
+  }
+
+  /** {@code top} with {@code scan} below it replaced by {@code by}, expressions rewritten by {@code attrs}. */
+  private static LogicalPlan rebuild(LogicalPlan top, LogicalPlan scan, LogicalPlan by,
+      Map<ExprId, Attribute> attrs) {
+    if (top == scan) {
+      return by;
+    }
+    LogicalPlan child = rebuild(top.children().head(), scan, by, attrs);
+    LogicalPlan node = top.withNewChildren(CollectionConverters.asScala(List.of(child)).toList());
+    if (attrs.isEmpty()) {
+      return node;
+    }
+    return node.transformExpressions(new AbstractPartialFunction<Expression, Expression>() {
+      @Override
+      public boolean isDefinedAt(Expression e) {
+        return e instanceof AttributeReference a && attrs.containsKey(a.exprId());
+      }
+
+      @Override
+      public Expression apply(Expression e) {
+        return attrs.get(((AttributeReference) e).exprId());
       }
     });
   }
@@ -161,8 +242,14 @@ public final class HudiScanRule extends Rule<LogicalPlan> {
     return false;
   }
 
-  private LogicalPlan replace(LogicalPlan scan, CaseInsensitiveStringMap readOptions,
-      Seq<AttributeReference> output, HudiPlanner planner) {
+  /**
+   * {@code top} over Spark's parquet scan of {@code scan}'s files, or a Union of that and the Python source's
+   * scan of the slices with log files ({@code relation}: the source's relation before push-down; a scan after
+   * it is not split, the Python source reads it all), as pyhudi's planner answers; {@code top} itself when
+   * the planner keeps the scan.
+   */
+  private LogicalPlan replace(LogicalPlan top, LogicalPlan scan, DataSourceV2Relation relation,
+      CaseInsensitiveStringMap readOptions, Seq<AttributeReference> output, HudiPlanner planner) {
     List<StructField> fields = new ArrayList<>();
     for (AttributeReference a : CollectionConverters.asJava(output)) {
       fields.add(new StructField(a.name(), a.dataType(), a.nullable(), a.metadata()));
@@ -176,15 +263,67 @@ public final class HudiScanRule extends Rule<LogicalPlan> {
       // the planner could not be asked (its process, Py4J): the Python source reads the scan, and says why
       // if something is wrong with it
       logWarning(() -> "pyhudi: Spark's parquet reader not used for a scan: " + e);
-      return scan;
+      return top;
     }
     if (!answer.path("use").asBoolean(false)) {
-      return scan;
+      return top;
     }
-    HudiFileIndex index = new HudiFileIndex(planner, options, answer.get("root").asText());
+    JsonNode python = answer.get("python");
+    if (python != null && relation == null) {
+      return top;
+    }
+    HudiFileIndex index = new HudiFileIndex(planner, withOptions(options, answer.get("native")),
+        answer.get("root").asText());
     HudiParquetFormat format = new HudiParquetFormat(answer.path("push").asBoolean(true));
-    HadoopFsRelation relation = new HadoopFsRelation(index, new StructType(), dataSchema, Option.empty(),
+    HadoopFsRelation files = new HadoopFsRelation(index, new StructType(), dataSchema, Option.empty(),
         format, READ_OPTIONS, spark);
-    return LogicalRelation$.MODULE$.apply(relation, output, Option.empty(), false, Option.empty());
+    LogicalPlan parquet = rebuild(top, scan,
+        LogicalRelation$.MODULE$.apply(files, output, Option.empty(), false, Option.empty()), Map.of());
+    if (python == null) {
+      return parquet;
+    }
+    DataSourceV2Relation half = pythonHalf(relation, python);
+    List<AttributeReference> from = CollectionConverters.asJava(relation.output());
+    List<AttributeReference> to = CollectionConverters.asJava(half.output());
+    if (from.size() != to.size()) {
+      return top;
+    }
+    Map<ExprId, Attribute> attrs = new HashMap<>();
+    for (int i = 0; i < from.size(); i++) {
+      attrs.put(from.get(i).exprId(), to.get(i));
+    }
+    LogicalPlan logs = rebuild(top, scan, half, attrs);
+    return new Union(CollectionConverters.asScala(List.of(parquet, logs)).toList(), false, false);
+  }
+
+  /** The options JSON {@code options} with the entries of {@code extra} (a JSON object, or null) over them. */
+  private static String withOptions(String options, JsonNode extra) {
+    if (extra == null || !extra.isObject()) {
+      return options;
+    }
+    try {
+      com.fasterxml.jackson.databind.node.ObjectNode o =
+          (com.fasterxml.jackson.databind.node.ObjectNode) JSON.readTree(options);
+      o.setAll((com.fasterxml.jackson.databind.node.ObjectNode) extra);
+      return o.toString();
+    } catch (java.io.IOException e) {
+      throw new IllegalStateException("pyhudi: read options are not JSON: " + options, e);
+    }
+  }
+
+  /**
+   * The Python source's scan of {@code r}'s table with the read options {@code extra} over {@code r}'s, with
+   * new output attributes. A new source object: PySpark keeps the Python source it made with the first options
+   * it was given on the object, which {@code r}'s table holds.
+   */
+  private static DataSourceV2Relation pythonHalf(DataSourceV2Relation r, JsonNode extra) {
+    Map<String, String> options = new HashMap<>(r.options().asCaseSensitiveMap());
+    extra.fields().forEachRemaining(e -> options.put(e.getKey(), e.getValue().asText()));
+    PythonTable t = (PythonTable) r.table();
+    PythonDataSourceV2 ds = new PythonDataSourceV2();
+    ds.setShortName(t.name());
+    Table table = ds.getTable(t.schema(), new Transform[0], options);
+    return DataSourceV2Relation.create(table, r.catalog(), r.identifier(),
+        new CaseInsensitiveStringMap(options), Option.empty());
   }
 }
