@@ -208,6 +208,11 @@ class HudiDataSource(DataSource):
     #: the session's default parallelism (set by :func:`register`): a query gets at least this many tasks when
     #: it has that many file slices
     parallelism = 2
+    #: whether the filters Spark pushes prune the plan (set by :func:`register`): only in a session whose
+    #: pyhudi rule runs before the push-down of every query. PySpark keeps the partitions a Python source planned
+    #: on the DataFrame's source object, and a query without filters reuses those another query's filters pruned
+    #: (the rule drops them first); elsewhere every scan is planned whole and Spark filters its rows.
+    prune_pushed = False
 
     @classmethod
     def name(cls) -> str:
@@ -227,19 +232,22 @@ class HudiDataSource(DataSource):
                                                         table.timeline(), as_of=as_of)))
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return HudiReader(dict(self.options), schema, self.parallelism)
+        return HudiReader(dict(self.options), schema, self.parallelism, self.prune_pushed)
 
 
 class HudiReader(DataSourceReader):
-    def __init__(self, options: dict[str, str], schema: StructType, parallelism: int) -> None:
+    def __init__(self, options: dict[str, str], schema: StructType, parallelism: int,
+                 prune_pushed: bool = False) -> None:
         self.options = options
         self.schema = schema
         self.parallelism = parallelism
+        self.prune_pushed = prune_pushed
         self.preds: tuple[Pred, ...] = ()
 
     def pushFilters(self, filters: list[Any]) -> Iterator[Any]:
-        pairs = from_spark(filters)
-        self.preds = tuple(p for _, p in pairs if p is not None)
+        if self.prune_pushed:
+            pairs = from_spark(filters)
+            self.preds = tuple(p for _, p in pairs if p is not None)
         # Spark evaluates every filter on the rows read: pruning only skips data that cannot match
         yield from filters
 
@@ -265,8 +273,9 @@ class HudiReader(DataSourceReader):
         return read_group(group, to_arrow_schema(self.schema, timezone="UTC"))
 
 
-def _source_class(name: str, parallelism: int) -> type[HudiDataSource]:
-    """A subclass named ``name`` carrying the session's parallelism (defined here, it pickles by value)."""
+def _source_class(name: str, parallelism: int, prune_pushed: bool = False) -> type[HudiDataSource]:
+    """A subclass named ``name`` carrying the session's parallelism and whether pushed filters prune (defined
+    here, it pickles by value)."""
 
     class Source(HudiDataSource):
         @classmethod
@@ -274,6 +283,7 @@ def _source_class(name: str, parallelism: int) -> type[HudiDataSource]:
             return name
 
     Source.parallelism = max(1, parallelism)
+    Source.prune_pushed = prune_pushed
     return Source
 
 
@@ -290,17 +300,24 @@ def jvm_source(spark: SparkSession, name: str) -> str | None:
     return None if found == _PYTHON_SOURCE_CLASS else found
 
 
-def register(spark: SparkSession) -> list[str]:
-    """Register the data source in ``spark`` under ``pyhudi`` and, when no JVM source answers to ``hudi``,
-    under ``hudi``; turns on PySpark's filter pushdown for Python sources. Returns the names registered."""
+def source_names(spark: SparkSession) -> list[str]:
+    """The names the source takes in ``spark``: ``pyhudi``, and ``hudi`` when no JVM source answers to it."""
+    names = [ALIAS]
+    if jvm_source(spark, NAME) is None:
+        names.insert(0, NAME)
+    return names
+
+
+def register(spark: SparkSession, names: list[str] | None = None, *, prune_pushed: bool = False) -> list[str]:
+    """Register the data source in ``spark`` under ``names`` (:func:`source_names`); turns on PySpark's filter
+    pushdown for Python sources. ``prune_pushed``: the session's pyhudi rule runs before every query's push-down
+    (:attr:`HudiDataSource.prune_pushed`). Returns the names registered."""
     try:
         parallelism = int(spark.sparkContext.defaultParallelism)
     except Exception:  # Spark Connect: no SparkContext here
         parallelism = 2
     spark.conf.set(PUSHDOWN_CONF, "true")
-    names = [ALIAS]
-    if jvm_source(spark, NAME) is None:
-        names.insert(0, NAME)
+    names = names if names is not None else source_names(spark)
     for n in names:
-        spark.dataSource.register(_source_class(n, parallelism))
+        spark.dataSource.register(_source_class(n, parallelism, prune_pushed))
     return names

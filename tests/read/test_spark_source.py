@@ -299,3 +299,31 @@ def test_a_key_no_record_can_have_prunes_only_itself(spark, reader, tables: dict
     got = load(spark, base).where("txn_id IN ('TXN-001', '')").select("txn_id").collect()
     assert [r["txn_id"] for r in got] == ["TXN-001"]
     assert load(spark, base).where("txn_id = ''").count() == 0
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_queries_of_one_dataframe_are_planned_each_anew(spark, reader, table_type: str,  # type: ignore[no-untyped-def]
+                                                        tmp_path: Path) -> None:
+    """The queries of one DataFrame each get their own plan, through both readers and the Python source alone:
+    PySpark keeps a Python source's planned partitions on the DataFrame's source object, and a query without
+    filters reused those a filtered query had pruned (a count after a partition's count returned the
+    partition's rows)."""
+    base = str(tmp_path / "t")
+    opts = {"hoodie.table.name": "anew", "hoodie.datasource.write.recordkey.field": "id",
+            "hoodie.datasource.write.partitionpath.field": "dt", "hoodie.table.ordering.fields": "ts",
+            "hoodie.datasource.write.table.type": table_type, "hoodie.parquet.small.file.limit": "0"}
+    n = 400
+    t = pa.table({"id": [f"k{i:05d}" for i in range(n)], "ts": pa.array([1] * n, pa.int64()),
+                  "dt": [f"d{i // 100}" for i in range(n)], "v": pa.array(range(n), pa.int64())})
+    table = Table.create(base, t.schema, opts)
+    table.write(spark.createDataFrame(t), "insert", opts)
+    up = pa.table({"id": ["k00001"], "ts": pa.array([2], pa.int64()), "dt": ["d0"], "v": pa.array([-1], pa.int64())})
+    table.write(spark.createDataFrame(up), "upsert", opts)  # a log file in d0's slice (merge-on-read)
+    for df in (spark.read.format("hudi").load(base),
+               spark.read.format("hudi").option("pyhudi.read.spark.parquet", "false").load(base)):
+        assert df.where("dt = 'd1'").count() == 100
+        assert df.count() == 400
+        assert df.where("v > 350").count() == 49
+        assert df.groupBy().sum("v").collect()[0][0] == sum(range(400)) - 1 - 1
+        assert df.where("id = 'k00001'").collect()[0]["v"] == -1
+        assert sorted(r["dt"] for r in df.select("dt").distinct().collect()) == ["d0", "d1", "d2", "d3"]

@@ -181,10 +181,28 @@ public final class HudiScanRule extends Rule<LogicalPlan> {
   /** {@code top} (a chain of Filter and Project nodes over {@code scan}, or the scan) with the scan replaced. */
   private LogicalPlan replaceChain(LogicalPlan top, LogicalPlan scan, HudiPlanner planner) {
     if (scan instanceof DataSourceV2Relation r) {
+      forgetPlannedPartitions((PythonTable) r.table());
       return replace(top, scan, r, r.options(), r.output(), planner);
     }
     DataSourceV2ScanRelation s = (DataSourceV2ScanRelation) scan;
     return replace(top, scan, null, s.relation().options(), s.output(), planner);
+  }
+
+  /**
+   * PySpark keeps the partitions a Python source planned on the source object every query of one DataFrame
+   * shares: a query with filters replaces them when it pushes its filters, a query without reuses the last
+   * ones, those of another query's filters (pyhudi's source prunes by them). Before the push-down of each
+   * query, the rule drops them, so the source plans every query anew.
+   */
+  private static void forgetPlannedPartitions(PythonTable t) {
+    try {
+      java.lang.reflect.Field f = PythonTable.class.getDeclaredField("ds");
+      f.setAccessible(true);
+      ((PythonDataSourceV2) f.get(t)).setReadInfo(null);
+    } catch (ReflectiveOperationException | RuntimeException e) {
+      throw new IllegalStateException("pyhudi: cannot drop the partitions PySpark planned for an earlier query "
+          + "of this DataFrame (" + e + "); without that, a query without filters could read another's", e);
+    }
   }
 
   /** {@code top} with {@code scan} below it replaced by {@code by}, expressions rewritten by {@code attrs}. */
