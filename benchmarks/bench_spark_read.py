@@ -17,8 +17,14 @@ session, every query run once untimed, then ``--repeat`` (3) rounds of all of th
 and the files each filtered query plans to read (and the files Spark's reader was handed), and how long planning it takes on the driver
 (:func:`pyhudi.spark.source.plan_query`).
 
+``--table-type MERGE_ON_READ``: a merge-on-read table, whose newest ``--logged-days`` (18, 5%) partitions then
+get an upsert of 2% of their rows (updates, in log files): ``format("hudi")`` splits its snapshot between Spark's
+parquet reader (the file slices without log files) and the Python source (those with log files); the Python
+source alone merges them all; ``spark.read.parquet(files)`` reads the base files only (older values where logs
+update them: a baseline of speed, not of results).
+
 ``python benchmarks/bench_spark_read.py [--rows N] [--base DIR]`` prints one JSON object and stores it in
-benchmarks/results/spark_read.json (``--out``).
+benchmarks/results/spark_read.json (``--out``; spark_read_mor.json for a merge-on-read table).
 """
 
 from __future__ import annotations
@@ -93,10 +99,16 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=2_000_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--base", default=None, help="reuse/create the table here")
-    ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "spark_read.json"))
+    ap.add_argument("--out", default=None)
     ap.add_argument("--no-column-stats", action="store_true", help="a table without column_stats")
+    ap.add_argument("--table-type", default="COPY_ON_WRITE", choices=["COPY_ON_WRITE", "MERGE_ON_READ"])
+    ap.add_argument("--logged-days", type=int, default=18,
+                    help="merge-on-read: the newest partitions an upsert gives log files")
     a = ap.parse_args()
-    opts = {**OPTS, "hoodie.metadata.index.column.stats.enable": str(not a.no_column_stats).lower()}
+    mor = a.table_type == "MERGE_ON_READ"
+    a.out = a.out or str(Path(__file__).parent / "results" / ("spark_read_mor.json" if mor else "spark_read.json"))
+    opts = {**OPTS, "hoodie.metadata.index.column.stats.enable": str(not a.no_column_stats).lower(),
+            "hoodie.datasource.write.table.type": a.table_type}
 
     from pyhudi import config as C
     from pyhudi.read.filters import EQ, GE, LE, Pred
@@ -114,8 +126,17 @@ def main() -> None:
         t.write(spark.createDataFrame(rows(np.arange(a.rows))), "bulk_insert", opts)
         load_s = round(time.perf_counter() - t0, 1)
         print(f"loaded {a.rows} rows in {load_s}s", file=sys.stderr, flush=True)
+        if mor and a.logged_days:
+            ids = np.arange(a.rows)
+            late = ids[(ids % len(DAYS) >= len(DAYS) - a.logged_days) & (ids % 50 == 7)]  # 2% of their rows
+            up = rows(late)
+            up = up.set_column(up.schema.get_field_index("v"), "v", pa.array(-late.astype(np.float64)))
+            up = up.set_column(up.schema.get_field_index("ts"), "ts", pa.array(np.full(len(late), 2, np.int64)))
+            Table.open(base).write(spark.createDataFrame(up), "upsert", opts)
+            print(f"updated {len(late)} rows of the newest {a.logged_days} days", file=sys.stderr, flush=True)
     plan, _ = plan_query({"path": base})
     files = [os.path.join(base, s.base_file) for s in plan.slices if s.base_file]
+    logged = sum(1 for s in plan.slices if s.log_files)
     day = DAYS[151]
     key = f"id{(a.rows // 2):010d}"
     d0 = 100  # seq range: four days' rows, ~1.1% of the table and of its files
@@ -152,7 +173,15 @@ def main() -> None:
                               .collect()[0][0]),
         "range_parquet": lambda: pq_df.where(f"seq between {lo} and {hi}").agg({"v": "sum"}).collect()[0][0],
     }
+    if mor and logged:  # one partition whose slice has log files: the Python half alone
+        last = DAYS[-1]
+        arms["one_logged_partition_hudi"] = listing(
+            "one_logged_partition", lambda: src.where(f"dt = '{last}'").agg({"v": "sum"}).collect()[0][0])
+        arms["one_logged_partition_python_source"] = (
+            lambda: py_src.where(f"dt = '{last}'").agg({"v": "sum"}).collect()[0][0])
     res = timed_alternating(arms, r)
+    for q in ("count", "sum"):  # the source's two readers return the same rows
+        assert res[f"{q}_hudi"]["result"] == res[f"{q}_python_source"]["result"], res
     queries = {"full": (), "one_partition": (Pred("dt", EQ, day),), "key": (Pred("id", EQ, key),),
                "range": (Pred("seq", GE, lo), Pred("seq", LE, hi))}
     planned = {name: plan_query({"path": base}, preds)[1].as_dict() for name, preds in queries.items()}
@@ -162,7 +191,9 @@ def main() -> None:
     out = {
         "rows": a.rows,
         "partitions": len(DAYS),
+        "table_type": a.table_type,
         "files": len(files),
+        "file_slices_with_log_files": logged,
         "load_s": load_s,
         "column_stats": not a.no_column_stats,
         "queries": res,
@@ -181,6 +212,8 @@ def main() -> None:
             "full_scan_over_one_partition": round(res["sum_hudi"]["median_s"] / res["one_partition_hudi"]["median_s"],
                                                   1),
             "full_scan_over_range": round(res["sum_hudi"]["median_s"] / res["range_hudi"]["median_s"], 1),
+            "sum_python_source_over_hudi": round(res["sum_python_source"]["median_s"] / res["sum_hudi"]["median_s"],
+                                                 2),
         },
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                     "load_avg_at_end": [round(x, 1) for x in os.getloadavg()],

@@ -366,8 +366,9 @@ READ_SPARK_PARQUET = Option(
     "pyhudi.read.spark.parquet", "true",
     "`spark.read.format(\"hudi\")` in a session whose JVM has pyhudi's jar (pyhudi's default session): scans "
     "Spark's own parquet reader can do exactly -- copy-on-write snapshots and time travel, read-optimized "
-    "queries, on the local filesystem -- are read by it, with column pruning and its vectorized reader, from the "
-    "base files pyhudi plans and prunes (docs/spark.md); false reads every scan through pyhudi's Python reader.",
+    "queries, the file slices without log files of merge-on-read snapshots, on the local filesystem -- are read "
+    "by it, with column pruning and its vectorized reader, from the base files pyhudi plans and prunes "
+    "(docs/spark.md); false reads every scan through pyhudi's Python reader.",
     section=_R)
 READ_DATA_SKIPPING = Option(
     "hoodie.enable.data.skipping", "true",

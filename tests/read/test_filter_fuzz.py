@@ -204,6 +204,9 @@ def test_random_filters_on_written_tables(spark, reader, fuzz_tables, label: str
     views = _views(base, instants, TABLES[label][0] == "MERGE_ON_READ")
     conditions = Conditions(views[0][2].select(SCHEMA.names).cast(SCHEMA), "key", random.Random(f"{SEED}/{label}"),
                             extra=EXTRA)
+    if TABLES[label][0] == "MERGE_ON_READ":  # slices with and without log files: a split snapshot
+        plan = spark.read.format("hudi").load(base)._jdf.queryExecution().optimizedPlan().toString()
+        assert ("Union" in plan) == (reader == "spark_parquet"), plan
     _check(spark, base, label, views, conditions, SCHEMA)
 
 
