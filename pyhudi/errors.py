@@ -80,3 +80,18 @@ class UnsafePathError(StorageError):
 class UnsupportedTableError(PyHudiError):
     """A table pyhudi can read but cannot write exactly (its type or version); refused before anything is
     written."""
+
+
+class PostCommitError(PyHudiError):
+    """A write committed, then a table service it runs after its commit (rollback of failed writes, compaction,
+    cleaning, metadata-table compaction, archival) failed: the write's data is in the table, and writing it
+    again would write it twice. ``instant``: the committed write's; ``service``: the one that failed."""
+
+    def __init__(self, base_path: str, instant: str, service: str, cause: BaseException) -> None:
+        self.base_path = base_path
+        self.instant = instant
+        self.service = service
+        super().__init__(
+            f"{base_path}: write {instant} committed (its records are in the table: do not write them again); "
+            f"then its post-commit {service} failed: {type(cause).__name__}: {cause}")
+

@@ -354,19 +354,46 @@ def rollback_failed_writes(
 
 def delete_orphan_markers(storage: Storage, base_path: str, timeline: ActiveTimeline) -> list[str]:
     """Delete marker directories of instants that are not pending any more (completed, or gone from the
-    timeline after a rollback that crashed before its last step). ``timeline`` is read again after the listing,
-    so a write that began meanwhile keeps its markers; a writer that completed deletes its own folder too, and
-    either delete may find it gone."""
+    timeline after a rollback). ``timeline`` is read again after the listing, so a write that began meanwhile
+    keeps its markers; a writer that completed deletes its own folder too, and either delete may find it gone.
+
+    An instant gone from the active timeline (not archived: not older than its first instant) was rolled back:
+    the files its markers name were written after its rollback, by a writer that stalled past its heartbeat
+    and went on (:func:`delete_rolled_back_files`), and are deleted with them; nothing else would, and once
+    archival passed their instant a listing would take them for committed files."""
     storage = storage.rooted(base_path)
     # the folders are listed before the timeline is read again: a writer puts its requested instant on the
     # timeline before its first marker, so every marker folder listed here belongs to an instant the timeline
     # read after it shows (pending, completed) or to one that is gone
     found = [st for st in storage.list(posixpath.join(base_path, ".hoodie", markers.TEMP_FOLDER))
              if st.is_dir and st.name.isdigit()]
-    pending = {i.requested_time for i in timeline.reload().pending()} if found else set()
+    if not found:
+        return []
+    tl = timeline.reload()
+    pending = {i.requested_time for i in tl.pending()}
+    known = {i.requested_time for i in tl}
+    first = tl.first()
     removed = []
     for st in found:
-        if st.name not in pending:
-            markers.delete_markers(storage, base_path, st.name)
-            removed.append(st.name)
+        if st.name in pending:
+            continue
+        if st.name not in known and first is not None and st.name >= first.requested_time:
+            delete_rolled_back_files(storage, base_path, st.name)
+        markers.delete_markers(storage, base_path, st.name)
+        removed.append(st.name)
     return removed
+
+
+def delete_rolled_back_files(storage: Storage, base_path: str, instant_time: str) -> list[str]:
+    """Delete the data files the markers of ``instant_time`` name, an instant rolled back (gone from the
+    timeline) whose writer wrote them afterwards: only files named with that instant, in the table."""
+    storage = storage.rooted(base_path)
+    deleted = []
+    for partition, name, _io in markers.list_marked_files(storage, base_path, instant_time):
+        parsed = parse_data_file_name(name)
+        if parsed is None or parsed.instant != instant_time:
+            continue
+        path = posixpath.join(base_path, partition, name) if partition else posixpath.join(base_path, name)
+        storage.delete(path, missing_ok=True)
+        deleted.append(path)
+    return deleted

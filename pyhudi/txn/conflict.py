@@ -10,7 +10,7 @@ with an instant before the writer's is tolerated (the writer's log files went to
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyhudi.errors import ConcurrentWriteConflict
 from pyhudi.table.timeline import (
@@ -24,6 +24,9 @@ from pyhudi.table.timeline import (
     Instant,
     Timeline,
 )
+
+if TYPE_CHECKING:
+    from pyhudi.table.lsm_timeline import FullTimeline
 
 FileGroupKey = tuple[str, str]  # (partition path, file id)
 
@@ -58,9 +61,23 @@ def plan_file_groups(plan: Mapping[str, Any] | None) -> set[FileGroupKey]:
     return out
 
 
-def _candidates(start: Timeline, now: ActiveTimeline, instant: str) -> list[Instant]:
+def _archived_since(start: Timeline, history: FullTimeline | None, instant: str) -> list[Instant]:
+    """Commits of ``history`` (the archived instants and the active ones) archived after completing while the
+    write ran: completed after the latest completion ``start`` saw."""
+    if history is None:
+        return []
+    done_before = {i.requested_time for i in start.completed()}
+    floor = max((i.completion_time for i in start.completed() if i.completion_time), default="")
+    return [i for i in history.completed().commits()
+            if history.is_archived(i) and i.requested_time not in done_before and i.requested_time != instant
+            and (i.completion_time or i.requested_time) > floor]
+
+
+def _candidates(start: Timeline, now: ActiveTimeline, instant: str,
+                history: FullTimeline | None = None) -> list[Instant]:
     done_before = {i.requested_time for i in start.completed()}
     out = [i for i in now.completed().commits() if i.requested_time not in done_before and i.requested_time != instant]
+    out += _archived_since(start, history, instant)
     # plans made meanwhile: pending compactions and clustering requested after this write started
     known = {i.requested_time for i in start}
     out += [i for i in now.pending().by_action(COMPACTION, LOG_COMPACTION, CLUSTERING) if i.requested_time not in known]
@@ -68,13 +85,17 @@ def _candidates(start: Timeline, now: ActiveTimeline, instant: str) -> list[Inst
 
 
 def find_conflict(
-    start: Timeline, now: ActiveTimeline, instant: str, touched: set[FileGroupKey]
+    start: Timeline, now: ActiveTimeline, instant: str, touched: set[FileGroupKey],
+    history: FullTimeline | None = None,
 ) -> tuple[str, set[FileGroupKey]] | None:
     """The first instant that completed (or was planned) since ``start`` and shares file groups with
-    ``touched``: (its time and action, the shared groups); None when there is none."""
-    for other in sorted(_candidates(start, now, instant), key=lambda i: i.requested_time):
+    ``touched``: (its time and action, the shared groups); None when there is none. ``history``: the archived
+    and active instants, when archival ran since ``start`` (an instant may have completed and been archived
+    meanwhile)."""
+    source: Timeline = history if history is not None else now
+    for other in sorted(_candidates(start, now, instant, history), key=lambda i: i.requested_time):
         if other.is_completed:
-            md = now.read_commit_metadata(other)
+            md = source.read_commit_metadata(other)  # type: ignore[attr-defined]
             if md.get("operationType") in ("COMPACT", "LOG_COMPACT") and other.requested_time < instant:
                 continue  # tolerated, as in Hudi: the writer's files went to the compacted slice
             groups = touched_file_groups(md)
@@ -86,14 +107,19 @@ def find_conflict(
     return None
 
 
-def completed_writes_since(start: Timeline, now: ActiveTimeline, instant: str) -> list[Instant]:
-    """Write instants (not table services) that completed since ``start``."""
+def completed_writes_since(start: Timeline, now: ActiveTimeline, instant: str,
+                           history: FullTimeline | None = None) -> list[Instant]:
+    """Write instants (not table services) that completed since ``start`` (``history``: as for
+    :func:`find_conflict`)."""
     done_before = {i.requested_time for i in start.completed()}
+    source: Timeline = history if history is not None else now
     out = []
-    for i in now.completed().by_action(*WRITE_ACTIONS):
+    for i in [*now.completed().by_action(*WRITE_ACTIONS),
+              *(a for a in _archived_since(start, history, instant) if a.action in WRITE_ACTIONS)]:
         if i.requested_time in done_before or i.requested_time == instant:
             continue
-        if i.action == COMMIT and (now.read_commit_metadata(i).get("operationType") in ("COMPACT", "LOG_COMPACT")):
+        if i.action == COMMIT and (source.read_commit_metadata(i)  # type: ignore[attr-defined]
+                                   .get("operationType") in ("COMPACT", "LOG_COMPACT")):
             continue
         out.append(i)
     return out

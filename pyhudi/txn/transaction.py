@@ -31,7 +31,7 @@ import contextlib
 import json
 import posixpath
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +42,7 @@ from pyhudi.errors import (
     ConcurrentWriteConflict,
     ConcurrentWriterError,
     ConfigError,
+    PostCommitError,
     PyHudiError,
     StorageError,
     UnsupportedTableError,
@@ -64,6 +65,7 @@ from pyhudi.services.compact import (
 from pyhudi.services.rollback import (
     ROLLBACK_ACTIONS,
     RollbackResult,
+    delete_rolled_back_files,
     rollback_failed_writes,
     rollback_instant,
 )
@@ -78,6 +80,7 @@ from pyhudi.table.capabilities import (
 )
 from pyhudi.table.commit_metadata import STREAMING_CHECKPOINT_KEY, streaming_checkpoint
 from pyhudi.table.evolution import writer_schema
+from pyhudi.table.lsm_timeline import ArchivedTimeline, FullTimeline, LsmHistory
 from pyhudi.table.properties import METAFOLDER, TableConfig, read_table_config
 from pyhudi.table.schema import avro_to_arrow, commit_schema_json, table_schema
 from pyhudi.table.timeline import (
@@ -232,6 +235,7 @@ class WriteTransaction:
         self.instant: str | None = None
         self.heartbeat: Heartbeat | None = None
         self.begun: ActiveTimeline | None = None  # the timeline this write is based on
+        self.archive_version = 0  # the LSM timeline's version when it began
         self.pending: Instant | None = None
         self.completed: Instant | None = None
         self.metadata_writer: MetadataWriter | None = None
@@ -352,8 +356,19 @@ class WriteTransaction:
                 tl = tl.reload()
             if self._batch_committed(tl):
                 return None
+            self.archive_version = self._archive_version()
         self.begun = tl
         return tl
+
+    def _archive_version(self) -> int:
+        return LsmHistory.for_table(self.storage, self.base_path, self.config()).latest_version()
+
+    def _history_since_begin(self, now: ActiveTimeline) -> FullTimeline | None:
+        """``now`` with the archived instants when archival ran since the write began (None: it did not): a
+        write that completed meanwhile may already be archived, and is still a write to check against."""
+        if self._archive_version() == self.archive_version:
+            return None
+        return FullTimeline(now, ArchivedTimeline.load(self.storage, self.base_path, self.config()))
 
     def _roll_back_failed_writes(self, tl: ActiveTimeline, *, refuse_live: bool) -> None:
         """Roll back the pending writes whose heartbeat says they failed; with ``refuse_live``, a live one makes
@@ -496,15 +511,16 @@ class WriteTransaction:
     def _check_concurrent(self, now: ActiveTimeline, metadata: dict[str, Any],
                           job: WriteJob | None = None) -> None:
         assert self.instant is not None and self.begun is not None
+        history = self._history_since_begin(now)
         if self.concurrency.optimistic:
-            found = find_conflict(self.begun, now, self.instant, touched_file_groups(metadata))
+            found = find_conflict(self.begun, now, self.instant, touched_file_groups(metadata), history)
             if found is not None:
                 other, groups = found
                 raise ConcurrentWriteConflict(self.base_path, self.instant, other, sorted(groups))
-            if job is not None and completed_writes_since(self.begun, now, self.instant):
+            if job is not None and completed_writes_since(self.begun, now, self.instant, history):
                 self._check_schema(now, metadata, job)
             return
-        others = completed_writes_since(self.begun, now, self.instant)
+        others = completed_writes_since(self.begun, now, self.instant, history)
         if others:
             raise ConcurrentWriterError(
                 f"another writer committed {others[0].requested_time} ({others[0].action}) on {self.base_path} while "
@@ -532,29 +548,57 @@ class WriteTransaction:
                 return
             except Exception:  # left for the next writer, as any failed write
                 pass
+        if self.instant is not None:
+            with contextlib.suppress(Exception):  # else left for the next rollback pass (delete_orphan_markers)
+                if self._drop_files_of_rolled_back_instant():
+                    hb.stop()
+                    return
         hb.abort()
+
+    def _drop_files_of_rolled_back_instant(self) -> bool:
+        """Whether this write's instant was rolled back by another writer (gone from the timeline, this write
+        having stalled past its heartbeat); if so, the files its tasks wrote since are deleted here, as no rollback
+        will come for them."""
+        assert self.instant is not None and self.begun is not None
+        with self.lock.held():
+            if any(i.requested_time == self.instant for i in self.begun.reload()):
+                return False
+            delete_rolled_back_files(self.storage, self.base_path, self.instant)
+            markers.delete_markers(self.storage, self.base_path, self.instant)
+        return True
 
     # -- 5. post-commit services -------------------------------------------------------------------------------
     def post_commit(self, wc: C.WriteConfig, job: WriteJob) -> None:
         writer = self.metadata_writer
         if self.concurrency.failed_writes == LAZY:
-            with job.timed("rollback"), self.lock.held():
+            with self._service(job, "rollback"):
                 self._roll_back_failed_writes(self.timeline(), refuse_live=False)
         if job.merge_on_read and compact_inline(self.options):
-            with job.timed("compaction"), self.lock.held():
+            with self._service(job, "compaction"):
                 tl = self.timeline()
                 if deltacommits_since_compaction(tl) >= C.int_option(self.options, C.COMPACT_INLINE_MAX_DELTA_COMMITS, 1):
                     self.compact(job.spark, parallelism=job.parallelism)
         if wc.auto_clean:
-            with job.timed("clean"), self.lock.held():
+            with self._service(job, "clean"):
                 self.clean(wc.cleaner_commits_retained)
         if writer is not None:
-            with job.timed("metadata_compaction"), self.lock.held():
+            with self._service(job, "metadata_compaction"):
                 tl = self.timeline()
                 writer.maybe_compact(tl, mdt_max_delta_commits(self.options), self.gen.next(floor=tl.latest_time()))
         if auto_archive_enabled(self.options):
-            with job.timed("archive"), self.lock.held():
+            with self._service(job, "archive"):
                 archive(self.storage, self.base_path, self.config(), self.options)
+
+    @contextlib.contextmanager
+    def _service(self, job: WriteJob, name: str) -> Iterator[None]:
+        """A post-commit service, timed, under the lock; its failure is a :class:`PostCommitError` saying the
+        write committed (a caller retrying the write would write its records twice)."""
+        assert self.completed is not None
+        try:
+            with job.timed(name), self.lock.held():
+                yield
+        except Exception as e:
+            raise PostCommitError(self.base_path, self.completed.requested_time, name.replace("_", " "), e) from e
 
     # -- compaction (merge-on-read tables) ---------------------------------------------------------------------
     def compact(self, spark: Any, *, parallelism: int = 0) -> Instant | None:

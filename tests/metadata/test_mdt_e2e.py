@@ -18,6 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from pyhudi.cli.main import main as cli_main
+from pyhudi.errors import PostCommitError
 from pyhudi.io.storage import Storage
 from pyhudi.metadata.partitions import FILES, INIT_PREFIX, RECORD_INDEX
 from pyhudi.metadata.reader import MetadataTableReader
@@ -232,7 +233,8 @@ def test_crash_before_data_commit_and_in_metadata_compaction(  # type: ignore[no
     # 2. crash inside a metadata compaction (after its base files are written, before it completes)
     crash_next_metadata_compactions(monkeypatch, "injected: metadata compaction died after writing its base files")
     batch = rows(["k2", "k8"], 4, 4)
-    with pytest.raises(RuntimeError, match="injected: metadata compaction"):
+    with pytest.raises(PostCommitError, match=r"committed .* post-commit metadata compaction failed: RuntimeError: "
+                       "injected: metadata compaction"):
         w.write(batch, **{"hoodie.metadata.compact.max.delta.commits": "1"})
     monkeypatch.undo()
     model.upsert(batch)  # the data commit completed before the metadata compaction started

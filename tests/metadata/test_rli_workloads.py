@@ -29,7 +29,7 @@ import pyarrow as pa
 import pytest
 
 from pyhudi.config import UPSERT_PARALLELISM
-from pyhudi.errors import InvalidInputError
+from pyhudi.errors import InvalidInputError, PostCommitError
 from pyhudi.metadata.validate import validate_table
 from pyhudi.metadata.writer import MetadataWriter
 from pyhudi.table.table import Table
@@ -271,7 +271,7 @@ def test_record_index_workload_with_crashes(  # type: ignore[no-untyped-def]
         if step % layout.crash_every == layout.crash_every - 1:
             fault = next(faults)
             if fault == COMPACTION_FAULT:
-                with CompactionCrash(monkeypatch), pytest.raises(RuntimeError, match="metadata compaction died"):
+                with CompactionCrash(monkeypatch), pytest.raises(PostCommitError, match="metadata compaction died"):
                     write(op, batch, combine, **{"hoodie.metadata.compact.max.delta.commits": "1"})
                 pending = [i for i in mdt_timeline(base).pending() if i.action == COMPACTION]
                 assert len(pending) == 1, what

@@ -195,3 +195,27 @@ def test_orphan_markers_of_a_write_that_began_after_the_timeline_was_read_are_ke
     assert markers.markers_exist(LOCAL, base, done) and markers.markers_exist(LOCAL, base, live)
     assert delete_orphan_markers(LOCAL, base, seen) == [done]
     assert markers.markers_exist(LOCAL, base, live) and not markers.markers_exist(LOCAL, base, done)
+
+
+def test_files_a_rolled_back_writer_wrote_afterwards_are_deleted(tmp_path: Path) -> None:
+    """A writer that stalled past its heartbeat was rolled back, then went on: its tasks wrote files (and their
+    markers) named with its instant, gone from the timeline. The next rollback pass deletes them, by their
+    markers; a completed write's files named by leftover markers stay, and so do files of an instant older than
+    the active timeline (an archived, completed write's)."""
+    base, clock, good, bad = _failed_table(tmp_path)
+    rollback_failed_writes(LOCAL, base, None, clock)
+    assert _data_files(base) == [f"region=eu/aaaa-0_0-1-0_{good}.parquet"]
+    # the stalled writer resumes: one more file and its marker, after its rollback
+    late = Path(base) / "region=us" / f"dddd-0_0-2-0_{bad}.parquet"
+    late.write_bytes(b"PAR1")
+    markers.create_marker(LOCAL, base, bad, "region=us", late.name, "CREATE")
+    # a completed write's leftover marker, and one of an instant before the active timeline's first
+    markers.create_marker(LOCAL, base, good, "region=eu", f"aaaa-0_0-1-0_{good}.parquet", "CREATE")
+    old = "19990101000000000"
+    kept = Path(base) / "region=eu" / f"eeee-0_0-1-0_{old}.parquet"
+    kept.write_bytes(b"PAR1")
+    markers.create_marker(LOCAL, base, old, "region=eu", kept.name, "CREATE")
+    assert rollback_failed_writes(LOCAL, base, None, clock) == []
+    assert not late.exists() and kept.exists()
+    assert _data_files(base) == [f"region=eu/aaaa-0_0-1-0_{good}.parquet", f"region=eu/{kept.name}"]
+    assert not any(markers.markers_exist(LOCAL, base, t) for t in (bad, good, old))

@@ -178,6 +178,37 @@ def test_optimistic_writers_on_one_file_group_the_later_fails(spark, tmp_path: P
     _check(base, model)
 
 
+def test_a_conflicting_commit_archived_while_the_write_ran_is_still_a_conflict(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A writer that began (tagged, planned) before another's commit on the same file group completed, and
+    commits after that commit was archived, fails: the conflict check reads the archived instants completed
+    since the write began. (It committed, and the other commit's updates were lost.)"""
+    from pyhudi.table.lsm_timeline import LsmHistory
+
+    base = str(tmp_path / "t")
+    model = _seed(spark, base)
+    keep = {**OCC_OPTS, "hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3",
+            "hoodie.cleaner.commits.retained": "1", "hoodie.metadata.compact.max.delta.commits": "2"}
+    cli = [a for k, v in keep.items() for a in ("--option", f"{k}={v}")]
+    a_batch = rows(range(0, 10, 2), ts=5, v=0.5)  # partition a
+    a, release = _start(tmp_path, base, "a", a_batch, *cli, fault="wait_before_start")
+    try:
+        b_batch = rows(range(10, 20, 2), ts=3, v=0.25)  # partition a too: its one file group
+        b_instant = _write(spark, base, b_batch, keep)
+        apply(model, "upsert", b_batch)
+        for j in range(5):  # partition b only: no conflict with a; enough commits to archive b_instant
+            batch = rows(range(1, 20, 2), ts=6 + j, v=float(j))
+            _write(spark, base, batch, keep)
+            apply(model, "upsert", batch)
+        assert Table.open(base).timeline().get(b_instant) is None, "the other commit was archived"
+        t = Table.open(base)
+        assert LsmHistory.for_table(t.storage, t.base_path).latest_version() > 0
+    finally:
+        code, out = _finish(a, release, tmp_path, "a")
+    assert code != 0 and f"conflicts with {b_instant}" in out, out[-3000:]
+    assert _pending(base) == []
+    _check(base, model)
+
+
 @pytest.mark.parametrize("mode", ["single", "occ"])
 def test_killed_writer_elsewhere_is_rolled_back_only_after_its_heartbeat_expired(spark, tmp_path: Path, mode: str) -> None:  # type: ignore[no-untyped-def]
     base = str(tmp_path / "t")
