@@ -128,7 +128,8 @@ def main() -> None:
         print(f"loaded {a.rows} rows in {load_s}s", file=sys.stderr, flush=True)
         if mor and a.logged_days:
             ids = np.arange(a.rows)
-            late = ids[(ids % len(DAYS) >= len(DAYS) - a.logged_days) & (ids % 50 == 7)]  # 2% of their rows
+            late = ids[(ids % len(DAYS) >= len(DAYS) - a.logged_days)  # 2% of their rows: every 50th of a day's
+                       & ((ids // len(DAYS)) % 50 == 7)]
             up = rows(late)
             up = up.set_column(up.schema.get_field_index("v"), "v", pa.array(-late.astype(np.float64)))
             up = up.set_column(up.schema.get_field_index("ts"), "ts", pa.array(np.full(len(late), 2, np.int64)))
