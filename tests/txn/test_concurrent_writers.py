@@ -187,7 +187,8 @@ def test_a_conflicting_commit_archived_while_the_write_ran_is_still_a_conflict(s
     base = str(tmp_path / "t")
     model = _seed(spark, base)
     keep = {**OCC_OPTS, "hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3",
-            "hoodie.cleaner.commits.retained": "1", "hoodie.metadata.compact.max.delta.commits": "2"}
+            "hoodie.cleaner.commits.retained": "1", "hoodie.clean.automatic": "false",
+            "hoodie.metadata.compact.max.delta.commits": "2"}
     cli = [a for k, v in keep.items() for a in ("--option", f"{k}={v}")]
     a_batch = rows(range(0, 10, 2), ts=5, v=0.5)  # partition a
     a, release = _start(tmp_path, base, "a", a_batch, *cli, fault="wait_before_start")
