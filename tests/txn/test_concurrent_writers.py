@@ -251,3 +251,35 @@ def test_killed_writer_elsewhere_is_rolled_back_only_after_its_heartbeat_expired
     assert a_instant not in _pending(base)  # rolled back: EAGER at begin, LAZY by the cleaner after the commit
     assert files_with_instant(base, a_instant) == []
     _check(base, model)
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_a_stalled_writer_rolled_back_leaves_no_files_when_it_goes_on(spark, tmp_path: Path, table_type: str) -> None:  # type: ignore[no-untyped-def]
+    """A writer whose driver stalls past its heartbeat's tolerance (its Spark tasks do not) is rolled back by the
+    cleaner; when it goes on, its remaining tasks write files named with the rolled-back instant. Its commit
+    fails, and it deletes them: nothing names them on the timeline, and once archival passed the instant a
+    listing took them for committed files (the cleaner then deleted the real base files)."""
+    from tests.support.robust import data_files_with_instant
+
+    base = str(tmp_path / "t")
+    opts = {**OPTS, **OCC_OPTS, "hoodie.datasource.write.table.type": table_type,
+            "hoodie.client.heartbeat.interval_in_ms": "2000", "hoodie.client.heartbeat.tolerable.misses": "2"}
+    seed = [{"id": f"k{i:03d}", "p": "abcdef"[i % 6], "ts": 1, "v": float(i)} for i in range(60)]
+    Table.create(base, to_arrow(seed).schema, opts).write(spark.createDataFrame(to_arrow(seed)), "bulk_insert", opts)
+    model: dict = {}
+    apply(model, "insert", seed)
+    cli = [a for k, v in opts.items() if k not in OPTS for a in ("--option", f"{k}={v}")]
+    stalled = [{**r, "ts": 9, "v": -1.0} for r in seed]
+    a, release = _start(tmp_path, base, "a", stalled, *cli, fault="wait_after_write")
+    try:
+        (a_instant,) = _pending(base)
+        os.kill(a.pid, signal.SIGSTOP)  # the driver only: its heartbeat stops, its tasks do not
+        time.sleep(6)
+        Table.open(base).clean(options=opts)  # rolls the write back: its heartbeat expired
+        assert _pending(base) == []
+    finally:
+        os.kill(a.pid, signal.SIGCONT)
+        code, out = _finish(a, release, tmp_path, "a")
+    assert code != 0 and "left the timeline" in out, out[-3000:]
+    assert data_files_with_instant(base, a_instant) == set()
+    _check(base, model)
