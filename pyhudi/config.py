@@ -470,6 +470,11 @@ NOT_HONOURED: dict[str, tuple[frozenset[str], str]] = {
     LOCK_CONFLICT_RESOLUTION_STRATEGY: (
         frozenset({str(LOCK_CONFLICT_RESOLUTION_STRATEGY.default).lower()}),
         "concurrent writes are checked by the file groups they touched (Hudi's default strategy) only"),
+    # read options (spark.read.format("hudi"))
+    "hoodie.datasource.read.incr.path.glob": (
+        frozenset({""}), "an incremental query reads every partition (filter the partition column instead)"),
+    "hoodie.datasource.merge.type": (
+        frozenset({"payload_combine"}), "a merge-on-read snapshot always merges log records with the base file"),
 }
 
 

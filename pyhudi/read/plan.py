@@ -95,19 +95,41 @@ def as_of_instant(base_path: str, as_of: str | None) -> str | None:
     (as Hudi's ``as.of.instant``); the read sees the commits at or before it."""
     if as_of is None:
         return None
+    return _instant_time(base_path, as_of, f"cannot read as of {as_of!r}")
+
+
+def _instant_time(base_path: str, value: str, what: str) -> str:
+    """``value`` (an instant ``yyyyMMddHHmmss[SSS]`` or a time ``yyyy-MM-dd[ HH:mm:ss[.SSS]]``, a real date and
+    time) as a 17-digit instant time; one of seconds stands for the last millisecond of its second."""
+    import datetime as dt
     import re
 
-    raw = as_of.strip()
+    raw = str(value).strip()
     m = re.fullmatch(r"(\d{4})-(\d{2})-(\d{2})(?:[ T](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,3}))?)?", raw)
     if m:
         y, mo, d, h, mi, sec, ms = m.groups()
         raw = f"{y}{mo}{d}{h or '00'}{mi or '00'}{sec or '00'}{(ms or '0').ljust(3, '0') if h else '000'}"
-    if not re.fullmatch(r"\d{14}(\d{3})?", raw):
+    ok = re.fullmatch(r"\d{14}(\d{3})?", raw) is not None
+    if ok:
+        try:
+            dt.datetime.strptime(raw[:14], "%Y%m%d%H%M%S")
+        except ValueError:
+            ok = False
+    if not ok:
         raise InvalidInputError(
-            f"{base_path}: cannot read as of {as_of!r}: expected an instant (yyyyMMddHHmmssSSS) or a "
-            "time yyyy-MM-dd[ HH:mm:ss[.SSS]]"
+            f"{base_path}: {what}: expected an instant (yyyyMMddHHmmss[SSS]) or a time yyyy-MM-dd[ HH:mm:ss[.SSS]]"
         )
     return raw if len(raw) == 17 else raw + "999"
+
+
+def incremental_bound(base_path: str, value: str, option: str) -> str:
+    """An incremental query's begin or end (``option`` names it in errors) as a time its commits' completion
+    times compare with: an instant or a time as :func:`as_of_instant` takes them, or ``0`` (any run of zeros) or
+    ``earliest`` for the table's beginning."""
+    raw = str(value).strip()
+    if raw.lower() == "earliest" or (raw and set(raw) == {"0"}):
+        return "0"
+    return _instant_time(base_path, raw, f"{option}={value!r}")
 
 
 def history(table: TableLike, active: ActiveTimeline) -> ActiveTimeline | FullTimeline:
@@ -119,9 +141,10 @@ def history(table: TableLike, active: ActiveTimeline) -> ActiveTimeline | FullTi
     return active
 
 
-def check_retained(table: TableLike, as_of: str | None, tl: ActiveTimeline) -> None:
+def check_retained(table: TableLike, as_of: str | None, tl: ActiveTimeline, what: str | None = None) -> None:
     """Refuse a read as of a time cleaning may have removed file versions of (Hudi's
-    ``validateTimestampAsOf``): before the earliest commit to retain of the latest completed clean."""
+    ``validateTimestampAsOf``): before the earliest commit to retain of the latest completed clean. ``what``:
+    the read, in the message (a time travel's by default)."""
     if as_of is None:
         return
     from pyhudi.table.timeline import CLEAN
@@ -135,6 +158,11 @@ def check_retained(table: TableLike, as_of: str | None, tl: ActiveTimeline) -> N
         return
     retained = str(source.read_completed(last, CLEAN).get("earliestCommitToRetain") or "")
     if retained and as_of < retained:
+        if what is not None:
+            raise InvalidInputError(
+                f"{table.base_path}: {what} was requested before {retained}, and cleaning ({last.requested_time}) "
+                f"removed the file versions older than that commit (hoodie.cleaner.commits.retained); a range "
+                f"read must hold a commit requested at or after {retained}")
         raise InvalidInputError(
             f"{table.base_path}: cannot read as of {as_of}: cleaning ({last.requested_time}) removed the file "
             f"versions older than {retained} (hoodie.cleaner.commits.retained); read as of {retained} or later"
@@ -143,10 +171,17 @@ def check_retained(table: TableLike, as_of: str | None, tl: ActiveTimeline) -> N
 
 def incremental_checked(table: TableLike, start: str, end: str | None,
                         timeline: ActiveTimeline | None = None) -> ScanPlan:
-    """:func:`incremental` over the full history, a range ending before what cleaning kept refused."""
+    """:func:`incremental` over the full history, between ``start`` and ``end`` as :func:`incremental_bound`
+    reads them; a range whose commits all precede what cleaning kept is refused."""
+    import pyhudi.config as C
+
+    start = incremental_bound(table.base_path, start, C.READ_BEGIN_INSTANT)
+    end = None if end is None else incremental_bound(table.base_path, end, C.READ_END_INSTANT)
     tl = timeline or table.timeline()
     plan = incremental(table, start, end, timeline=tl, history=history(table, tl))
-    check_retained(table, max(plan.read.commit_times or (), default=None), tl)
+    latest = max(plan.read.commit_times or (), default=None)
+    check_retained(table, latest, tl, what=f"cannot read the incremental range ({start}, {end or 'now'}]: its "
+                                           f"latest commit, {latest},")
     return plan
 
 

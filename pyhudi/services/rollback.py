@@ -242,6 +242,9 @@ def _execute(
     done = timeline.complete(inflight, metadata, completion)
     faults.at("rollback.completed")
 
+    # files a stalled writer's tasks wrote while this ran (their markers came after the plan): the folder goes,
+    # and with it the only record of them
+    delete_rolled_back_files(storage, base_path, t)
     markers.delete_markers(storage, base_path, t)
     return RollbackResult(done, t, action, tuple(deleted), tuple(failed))
 
@@ -357,7 +360,8 @@ def delete_orphan_markers(storage: Storage, base_path: str, timeline: ActiveTime
     timeline after a rollback). ``timeline`` is read again after the listing, so a write that began meanwhile
     keeps its markers; a writer that completed deletes its own folder too, and either delete may find it gone.
 
-    An instant gone from the active timeline (not archived: not older than its first instant) was rolled back:
+    An instant gone from the active timeline (not archived: not older than the first instant of its commits
+    timeline, which archival never passes, as file-system views take it) was rolled back:
     the files its markers name were written after its rollback, by a writer that stalled past its heartbeat
     and went on (:func:`delete_rolled_back_files`), and are deleted with them; nothing else would, and once
     archival passed their instant a listing would take them for committed files."""
@@ -372,7 +376,7 @@ def delete_orphan_markers(storage: Storage, base_path: str, timeline: ActiveTime
     tl = timeline.reload()
     pending = {i.requested_time for i in tl.pending()}
     known = {i.requested_time for i in tl}
-    first = tl.first()
+    first = tl.commits().first()  # not a pending clean or rollback: archival goes past those
     removed = []
     for st in found:
         if st.name in pending:

@@ -16,8 +16,9 @@ How a query runs (PySpark plans a Python source in Python workers the driver's J
 - ``schema()``: the table's columns, meta columns first (time travel: as of its instant; a user schema,
   ``.schema("a string, b long")``, reads only its columns: PySpark hands a Python source no column pruning of its
   own);
-- ``pushFilters()``: the filters become predicates (:mod:`pyhudi.read.filters`); every filter is handed back, so
-  Spark evaluates them all on the rows read and the result never depends on pruning;
+- ``pushFilters()``: the filters become predicates (:mod:`pyhudi.read.filters`) where they may prune
+  (:attr:`HudiDataSource.prune_pushed`: a session whose pyhudi rule gives each scan its own source object); every
+  filter is handed back, so Spark evaluates them all on the rows read and the result never depends on pruning;
 - ``partitions()``: the scan plan of the query type (:mod:`pyhudi.read.plan`), pruned by partition, record key
   and column statistics from the metadata table (:mod:`pyhudi.read.pruning`), its file slices packed into tasks
   by size (:func:`pyhudi.read.spark.pack_tasks`); each task carries the read's description and its slices;
@@ -82,6 +83,7 @@ def _path(options: Mapping[str, str]) -> str:
 
 
 def query_type(options: Mapping[str, str]) -> str:
+    C.check_honoured(options)  # read options that would change the rows, not supported: refused by name
     qt = str(C.QUERY_TYPE.get(options) or SNAPSHOT).strip().lower()
     if qt not in (SNAPSHOT, READ_OPTIMIZED, INCREMENTAL):
         raise ConfigError(f"{C.QUERY_TYPE}: expected snapshot, read_optimized or incremental, got {qt!r}")
@@ -210,8 +212,9 @@ class HudiDataSource(DataSource):
     parallelism = 2
     #: whether the filters Spark pushes prune the plan (set by :func:`register`): only in a session whose
     #: pyhudi rule runs before the push-down of every query. PySpark keeps the partitions a Python source planned
-    #: on the DataFrame's source object, and a query without filters reuses those another query's filters pruned
-    #: (the rule drops them first); elsewhere every scan is planned whole and Spark filters its rows.
+    #: on the source object every scan of one DataFrame shares, and a scan reads the last ones planned, maybe for
+    #: another scan's filters (the rule gives every scan an object of its own); elsewhere every scan is planned
+    #: whole and Spark filters its rows.
     prune_pushed = False
 
     @classmethod

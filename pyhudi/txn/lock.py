@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import posixpath
+import secrets
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -39,6 +40,8 @@ IN_PROCESS_LOCK = "org.apache.hudi.client.transaction.lock.InProcessLockProvider
 LOCK_FILE = "lock"
 _OWNER_PREFIX = "pyhudi:"
 _POLL_S = 0.05  # how often a waiting writer tries to create the lock file
+_TAKEOVER_SUFFIX = ".takeover"  # the file a writer holds while it replaces a stale lock file
+_TAKEOVER_EXPIRE_S = 60.0  # a takeover file this old was left by a taker that died
 
 
 class LockTimeoutError(PyHudiError):
@@ -125,20 +128,25 @@ class FileSystemBasedLockProvider(LockProvider):
                 "writers in threads of one process; see docs/object-stores.md"
             )
         self.owner = Owner.current()
+        self._mine: bytes | None = None  # the bytes of the lock file this writer created, while it holds it
 
     def _info(self) -> bytes:
         now = datetime.now(UTC)
         o = self.owner
-        thread = f"{_OWNER_PREFIX}{json.dumps([o.host, o.boot_id, o.pid, o.start])}:{threading.current_thread().name}"
+        # a nonce after the thread's name: two lock files of one thread differ (unlock deletes only its own)
+        thread = (f"{_OWNER_PREFIX}{json.dumps([o.host, o.boot_id, o.pid, o.start])}:"
+                  f"{threading.current_thread().name}#{secrets.token_hex(4)}")
         return json.dumps({
             "lockCreateTime": now.strftime("%Y-%m-%d %H:%M:%S.") + f"{now.microsecond // 1000:03d}",
             "lockThreadName": thread,
             "lockStacksInfo": [],
         }, indent=2).encode()
 
-    def _holder_owner(self) -> Owner | None:
+    def _holder_owner(self, content: bytes | None = None, path: str | None = None) -> Owner | None:
+        """The owner a lock file names (``content``: its bytes, else read from ``path``, the lock by default)."""
         try:
-            info = json.loads(self.storage.read_bytes(self.path).decode("utf-8") or "{}")
+            raw = content if content is not None else self.storage.read_bytes(path or self.path)
+            info = json.loads(raw.decode("utf-8") or "{}")
             thread = str(info.get("lockThreadName") or "")
             if not thread.startswith(_OWNER_PREFIX):
                 return None
@@ -151,40 +159,80 @@ class FileSystemBasedLockProvider(LockProvider):
         o = self._holder_owner()
         return o.describe() if o is not None else f"the lock file {self.path}"
 
-    def _is_stale(self) -> bool:
-        owner = self._holder_owner()
+    def _stale(self, path: str, expire_s: float) -> bytes | None:
+        """The bytes of the lock file at ``path`` when it is stale (its holder ran on this host and is gone, or
+        it is older than ``expire_s`` seconds, when positive); else None."""
+        try:
+            content = self.storage.read_bytes(path)
+        except StorageError:
+            return None
+        owner = self._holder_owner(content)
         if owner is not None and owner.is_local() and not owner.is_running():
-            return True
-        if self.expire_s <= 0:
-            return False
+            return content
+        if expire_s <= 0:
+            return None
         try:
-            st = self.storage.status(self.path)
+            st = self.storage.status(path)
         except StorageError:
-            return False
-        return st.mtime_ns is not None and time.time() - st.mtime_ns / 1e9 > self.expire_s
+            return None
+        old = st.mtime_ns is not None and time.time() - st.mtime_ns / 1e9 > expire_s
+        return content if old else None
 
-    def _create(self) -> bool:
+    def _create(self, path: str | None = None) -> bytes | None:
+        """Create the lock file (or another at ``path``) only if absent; its bytes when created."""
+        info = self._info()
         try:
-            self.storage.write_bytes(self.path, self._info(), overwrite=False)
-            return True
+            self.storage.write_bytes(path or self.path, info, overwrite=False)
         except StorageError:
+            return None
+        return info
+
+    def _take_over(self, stale: bytes) -> bool:
+        """Replace the stale lock file, whose bytes were ``stale``, by this writer's: one taker at a time (each
+        takes a takeover file, created only if absent, first), and only while the lock file is still the stale
+        one: two writers that both found it stale never both delete it and each create their own."""
+        guard = self.path + _TAKEOVER_SUFFIX
+        if self._create(guard) is None:
+            # a taker that died holding it: gone on this host, or older than a takeover ever takes
+            if self._stale(guard, _TAKEOVER_EXPIRE_S) is not None:
+                self.storage.delete(guard, missing_ok=True)
             return False
+        try:
+            try:
+                now = self.storage.read_bytes(self.path)
+            except StorageError:
+                now = None
+            if now is not None and now != stale:  # another writer's lock now
+                return False
+            if now is not None:
+                self.storage.delete(self.path, missing_ok=True)
+            self._mine = self._create()
+            return self._mine is not None
+        finally:
+            self.storage.delete(guard, missing_ok=True)
 
     def try_lock(self, timeout_s: float = 0.0) -> bool:
         deadline = time.monotonic() + timeout_s
         while True:
-            if self._create():
+            self._mine = self._create()
+            if self._mine is not None:
                 return True
-            if self._is_stale():
-                self.storage.delete(self.path, missing_ok=True)
-                if self._create():
-                    return True
+            stale = self._stale(self.path, self.expire_s)
+            if stale is not None and self._take_over(stale):
+                return True
             if time.monotonic() >= deadline:
                 return False
             time.sleep(min(_POLL_S, max(0.0, deadline - time.monotonic())))
 
     def unlock(self) -> None:
-        self.storage.delete(self.path, missing_ok=True)
+        """Delete the lock file if it is still this writer's (another may have taken it over as expired)."""
+        mine, self._mine = self._mine, None
+        try:
+            now = self.storage.read_bytes(self.path)
+        except StorageError:
+            return
+        if mine is not None and now == mine:
+            self.storage.delete(self.path, missing_ok=True)
 
 
 class NoLock(LockProvider):

@@ -90,6 +90,34 @@ def test_incremental_reads(zip_name: str, tables: dict[str, str]) -> None:
     _check_incremental(base, pairs)
 
 
+def test_incremental_bounds_are_read_as_times_or_refused(tables: dict[str, str]) -> None:
+    """An incremental query's begin and end are instants or times as ``as.of.instant`` takes them (a time
+    ``yyyy-MM-dd HH:mm:ss.SSS`` is that instant; ``0`` and ``earliest`` the table's start); anything else is
+    refused by name. (They were compared as raw strings: a time in the other form, or ``earliest``, silently
+    selected other commits.)"""
+    import datetime as dt
+
+    from pyhudi.errors import InvalidInputError
+
+    base = tables[ALL[0]]
+    table = Table.open(base)
+    cols = table.to_arrow().column_names
+    done = sorted(i.completion_time or "" for i in table.timeline().completed_commits())
+    second = done[1]
+    as_time = dt.datetime.strptime(second, "%Y%m%d%H%M%S%f").strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+    assert rows(table.incremental_arrow(as_time), cols) == rows(table.incremental_arrow(second), cols)
+    assert rows(table.incremental_arrow("0", as_time), cols) == rows(table.incremental_arrow("0", second), cols)
+    assert rows(table.incremental_arrow("earliest"), cols) == rows(table.incremental_arrow("000"), cols)
+    assert table.incremental_arrow("earliest").num_rows > 0
+    for bad in ("garbage", "2026-13-45", "20261345000000000", "1234"):
+        with pytest.raises(InvalidInputError, match=r"hoodie.datasource.read.(begin|end).instanttime"):
+            table.incremental_arrow("0", bad)
+        with pytest.raises(InvalidInputError, match=r"hoodie\.datasource\.read\.begin\.instanttime"):
+            table.incremental_arrow(bad)
+    with pytest.raises(InvalidInputError, match="cannot read as of '2026-13-45'"):
+        table.to_arrow(as_of="2026-13-45")
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("zip_name", ALL)
 def test_incremental_between_every_pair_of_instants(zip_name: str, tables: dict[str, str]) -> None:

@@ -319,11 +319,22 @@ def test_queries_of_one_dataframe_are_planned_each_anew(spark, reader, table_typ
     table.write(spark.createDataFrame(t), "insert", opts)
     up = pa.table({"id": ["k00001"], "ts": pa.array([2], pa.int64()), "dt": ["d0"], "v": pa.array([-1], pa.int64())})
     table.write(spark.createDataFrame(up), "upsert", opts)  # a log file in d0's slice (merge-on-read)
-    for df in (spark.read.format("hudi").load(base),
-               spark.read.format("hudi").option("pyhudi.read.spark.parquet", "false").load(base)):
+    from pyspark.sql import functions as F
+
+    for df in (spark.read.format("hudi").option("pyhudi.read.spark.parquet", "false").load(base),
+               spark.read.format("hudi").load(base)):
         assert df.where("dt = 'd1'").count() == 100
         assert df.count() == 400
         assert df.where("v > 350").count() == 49
         assert df.groupBy().sum("v").collect()[0][0] == sum(range(400)) - 1 - 1
         assert df.where("id = 'k00001'").collect()[0]["v"] == -1
         assert sorted(r["dt"] for r in df.select("dt").distinct().collect()) == ["d0", "d1", "d2", "d3"]
+        # one DataFrame twice in a query, each scan filtered its own way
+        assert df.where("dt = 'd0'").union(df).count() == 500
+        assert df.where("dt = 'd0'").union(df.where("dt = 'd2'")).count() == 200
+        a, b = df.where("dt = 'd0'").alias("a"), df.where("dt = 'd3'").alias("b")
+        assert a.join(b, F.col("a.v") + 300 == F.col("b.v")).count() == 99  # k00001 (v -1) has no partner
+        # a plan with a string literal that is not UTF-8 (no scan handed to Spark's reader)
+        odd = "length(concat(id, cast(unhex('FF') as string))) > 0"
+        assert df.where("dt = 'd0'").where(odd).count() == 100
+        assert df.where(odd).count() == 400

@@ -219,3 +219,21 @@ def test_files_a_rolled_back_writer_wrote_afterwards_are_deleted(tmp_path: Path)
     assert not late.exists() and kept.exists()
     assert _data_files(base) == [f"region=eu/aaaa-0_0-1-0_{good}.parquet", f"region=eu/{kept.name}"]
     assert not any(markers.markers_exist(LOCAL, base, t) for t in (bad, good, old))
+
+
+def test_files_a_writer_wrote_while_its_rollback_ran_are_deleted(tmp_path: Path) -> None:
+    """A stalled writer's task writes a file (and its marker) while its instant's rollback runs, after the
+    rollback planned from the markers: the rollback deletes it with the marker folder, the folder being the only
+    record of it."""
+    base, clock, good, bad = _failed_table(tmp_path)
+    late = Path(base) / "region=us" / f"ffff-0_0-3-0_{bad}.parquet"
+
+    def task_writes(point: str) -> None:
+        late.write_bytes(b"PAR1")
+        markers.create_marker(LOCAL, base, bad, "region=us", late.name, "CREATE")
+
+    with faults.inject("rollback.completed", task_writes):
+        rollback_failed_writes(LOCAL, base, None, clock)
+    assert not late.exists() and not markers.markers_exist(LOCAL, base, bad)
+    assert _data_files(base) == [f"region=eu/aaaa-0_0-1-0_{good}.parquet"]
+

@@ -68,6 +68,54 @@ def test_expired_lock_is_taken_over(tmp_path: Path) -> None:
     assert not never.try_lock()
 
 
+def test_a_stale_lock_is_taken_over_by_one_writer_only(tmp_path: Path) -> None:
+    """Two writers that both found the lock stale: the first to take it over holds it; the second, finding the
+    lock file no longer the stale one it saw, does not delete it. A takeover file a dead taker left is cleared."""
+    import os
+
+    lock = tmp_path / ".hoodie" / "lock"
+    lock.parent.mkdir(parents=True)
+    lock.write_text("{}")
+    old = time.time() - 120
+    os.utime(lock, (old, old))
+    opts = {**FAST, C.LOCK_FILESYSTEM_EXPIRE: "1"}
+    a = FileSystemBasedLockProvider(LOCAL, str(tmp_path), opts)
+    b = FileSystemBasedLockProvider(LOCAL, str(tmp_path), opts)
+    seen = b._stale(b.path, b.expire_s)  # b found it stale too, before a took it over
+    assert seen == b"{}"
+    assert a.try_lock()
+    mine = lock.read_bytes()
+    assert not b._take_over(seen) and lock.read_bytes() == mine
+    assert not b.try_lock()
+    # a taker that died holding the takeover file: it is cleared once old, and the lock taken over again
+    a.unlock()
+    lock.write_text("{}")
+    os.utime(lock, (old, old))
+    guard = tmp_path / ".hoodie" / "lock.takeover"
+    guard.write_text("{}")
+    os.utime(guard, (old, old))
+    assert b.try_lock(1.0) and not guard.exists()
+
+
+def test_unlock_keeps_a_lock_another_writer_took_over(tmp_path: Path) -> None:
+    """A writer whose lock expired while it held it (taken over as stale) does not delete the new holder's."""
+    import os
+
+    opts = {**FAST, C.LOCK_FILESYSTEM_EXPIRE: "1"}
+    a = FileSystemBasedLockProvider(LOCAL, str(tmp_path), opts)
+    b = FileSystemBasedLockProvider(LOCAL, str(tmp_path), opts)
+    assert a.try_lock()
+    lock = tmp_path / ".hoodie" / "lock"
+    old = time.time() - 120
+    os.utime(lock, (old, old))
+    assert b.try_lock()
+    theirs = lock.read_bytes()
+    a.unlock()
+    assert lock.read_bytes() == theirs
+    b.unlock()
+    assert not lock.exists()
+
+
 def test_lock_waits_for_release(tmp_path: Path) -> None:
     a = FileSystemBasedLockProvider(LOCAL, str(tmp_path), FAST)
     b = FileSystemBasedLockProvider(LOCAL, str(tmp_path), {C.LOCK_WAIT_TIME_MS: "5000"})

@@ -123,9 +123,10 @@ public final class HudiScanRule extends Rule<LogicalPlan> {
   @Override
   public LogicalPlan apply(LogicalPlan plan) {
     Registration reg = SESSIONS.get(spark);
-    if (reg == null || hasInvalidString(plan)) {
+    if (reg == null) {
       return plan;
     }
+    boolean invalid = hasInvalidString(plan);
     // top down: the Filter and Project nodes right above a scan are taken with it (a split scan repeats them
     // over each half, so each half is pruned and pushed down as the scan was)
     Set<LogicalPlan> asked = Collections.newSetFromMap(new IdentityHashMap<>());  // each scan once
@@ -140,9 +141,28 @@ public final class HudiScanRule extends Rule<LogicalPlan> {
       public LogicalPlan apply(LogicalPlan p) {
         LogicalPlan scan = chainScan(p, reg);
         asked.add(scan);
-        return replaceChain(p, scan, reg.planner());
+        LogicalPlan own = ownSource(scan);
+        asked.add(own);
+        return replaceChain(rebuild(p, scan, own, Map.of()), own, reg.planner(), invalid);
       }
     });
+  }
+
+  /**
+   * {@code scan} with a source object of its own, its output unchanged. PySpark keeps the partitions a Python
+   * source planned on the source object, which every scan of one DataFrame shares (the same DataFrame twice in a
+   * query, each query of it): pushing a scan's filters replaces them, and every scan of the object reads the
+   * last ones planned, those of another scan's filters (pyhudi's source prunes by them).
+   */
+  private static LogicalPlan ownSource(LogicalPlan scan) {
+    if (!(scan instanceof DataSourceV2Relation r)) {
+      return scan;  // after the push-down: too late (pushed filters do not prune in such a session)
+    }
+    PythonTable t = (PythonTable) r.table();
+    PythonDataSourceV2 ds = new PythonDataSourceV2();
+    ds.setShortName(t.name());
+    Table table = ds.getTable(t.schema(), new Transform[0], r.options().asCaseSensitiveMap());
+    return r.copy(table, r.output(), r.catalog(), r.identifier(), r.options(), r.timeTravelSpec());
   }
 
   /**
@@ -179,30 +199,19 @@ public final class HudiScanRule extends Rule<LogicalPlan> {
   }
 
   /** {@code top} (a chain of Filter and Project nodes over {@code scan}, or the scan) with the scan replaced. */
-  private LogicalPlan replaceChain(LogicalPlan top, LogicalPlan scan, HudiPlanner planner) {
+  /**
+   * {@code top} (a chain of Filter and Project nodes over {@code scan}, or the scan) with the scan replaced;
+   * {@code top} itself when the plan holds a string literal that is not UTF-8 ({@code invalid}).
+   */
+  private LogicalPlan replaceChain(LogicalPlan top, LogicalPlan scan, HudiPlanner planner, boolean invalid) {
+    if (invalid) {
+      return top;
+    }
     if (scan instanceof DataSourceV2Relation r) {
-      forgetPlannedPartitions((PythonTable) r.table());
       return replace(top, scan, r, r.options(), r.output(), planner);
     }
     DataSourceV2ScanRelation s = (DataSourceV2ScanRelation) scan;
     return replace(top, scan, null, s.relation().options(), s.output(), planner);
-  }
-
-  /**
-   * PySpark keeps the partitions a Python source planned on the source object every query of one DataFrame
-   * shares: a query with filters replaces them when it pushes its filters, a query without reuses the last
-   * ones, those of another query's filters (pyhudi's source prunes by them). Before the push-down of each
-   * query, the rule drops them, so the source plans every query anew.
-   */
-  private static void forgetPlannedPartitions(PythonTable t) {
-    try {
-      java.lang.reflect.Field f = PythonTable.class.getDeclaredField("ds");
-      f.setAccessible(true);
-      ((PythonDataSourceV2) f.get(t)).setReadInfo(null);
-    } catch (ReflectiveOperationException | RuntimeException e) {
-      throw new IllegalStateException("pyhudi: cannot drop the partitions PySpark planned for an earlier query "
-          + "of this DataFrame (" + e + "); without that, a query without filters could read another's", e);
-    }
   }
 
   /** {@code top} with {@code scan} below it replaced by {@code by}, expressions rewritten by {@code attrs}. */
