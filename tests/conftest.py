@@ -58,17 +58,16 @@ def spark():  # type: ignore[no-untyped-def]
 @pytest.fixture(params=["spark_parquet", "python"])
 def reader(request: pytest.FixtureRequest, spark):  # type: ignore[no-untyped-def]
     """Both readers of ``spark.read.format("hudi")``: Spark's parquet reader for the scans it can read (pyhudi's
-    rule, the default session's), and the Python source alone."""
-    from pyhudi.spark import register
-    from pyhudi.spark.native import planner_of, uninstall
+    rule, the default session's), and the Python source alone (the rule hands no scan over)."""
+    from pyhudi.spark.native import planner_of
 
-    assert planner_of(spark) is not None, "the default session has pyhudi's rule"
-    if request.param == "python":
-        uninstall(spark)
+    planner = planner_of(spark)
+    assert planner is not None, "the default session has pyhudi's rule"
+    planner.hand_over = request.param != "python"
     try:
         yield request.param
     finally:
-        register(spark)
+        planner.hand_over = True
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

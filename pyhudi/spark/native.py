@@ -286,16 +286,20 @@ def predicates(text: str) -> tuple[Pred, ...]:
 
 class Planner:
     """The planner the JVM's rule and file index call back (``org.pyhudi.spark.HudiPlanner``). ``planned``: the
-    number of base files the latest listing returned (for tests and benchmarks)."""
+    number of base files the latest listing returned (for tests and benchmarks); ``hand_over``: False keeps every
+    scan with the Python source (the rule still gives each its own source object, so pushed filters prune)."""
 
     def __init__(self) -> None:
         self.planned: int | None = None
+        self.hand_over = True
 
     def describe(self, options_json: str, schema_json: str) -> str:
         from pyspark.sql.datasource import CaseInsensitiveDict
         from pyspark.sql.types import StructType
 
         options = CaseInsensitiveDict(json.loads(options_json))
+        if not self.hand_over:
+            return json.dumps({"use": False, "why": "the session's planner hands no scan over"})
         try:
             why, how = refusal(options, StructType.fromJson(json.loads(schema_json)))
         except Exception as e:  # the Python source reads the scan and reports what is wrong

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pytest
 
 from pyhudi import Table, faults
-from pyhudi.errors import UnsupportedTableError
+from pyhudi.errors import PostCommitError, UnsupportedTableError
 from pyhudi.read import plan as read_plan
 from pyhudi.services.archive import archive
 from pyhudi.table.properties import MERGE_ON_READ
@@ -533,10 +533,12 @@ def test_inline_compaction_refused_when_the_table_turned_schema_on_read(spark, t
                            "operationType": "ALTER_SCHEMA"}, gen.next(floor=done))
         altered.append(t)
 
+    # the write committed; its inline compaction is refused (a PostCommitError says the write committed)
     with faults.inject("after_data_commit", alter), pytest.raises(
-            UnsupportedTableError, match=rf"{re.escape(base)} uses schema-on-read evolution .*pyhudi refuses "
-                                         r"completing the compaction \d+"):
+            PostCommitError, match=rf"committed .*compaction failed: UnsupportedTableError: {re.escape(base)} uses "
+                                   r"schema-on-read evolution .*pyhudi refuses completing the compaction \d+") as e:
         Table.open(base).write(spark.createDataFrame([("k0", 2, 3.0)], schema), "upsert", opts)
+    assert isinstance(e.value.__cause__, UnsupportedTableError)
     tl = ActiveTimeline.load(LOCAL, base)
     assert altered and not [i for i in tl.completed() if i.action == "commit"]  # no compaction completed
     assert [i.action for i in tl.pending()] == ["compaction"]
