@@ -133,14 +133,16 @@ def test_available_indexes_reports_the_missing():
 @pytest.mark.spark
 def test_tiny_suite_end_to_end(tmp_path):
     pytest.importorskip("psutil")
+    # one workload (the suite runs each the same way); its targets and reports are checked on made-up figures above
     res = ib.run_suite([20_000], upsert_rows=2_000, repeat=1, indexes=("RECORD_INDEX", "GLOBAL_SIMPLE", "NO_SUCH"),
-                       peers=("delta",), budget_s=None, peer_timeout_s=300, work_dir=str(tmp_path), progress=False)
+                       peers=("delta",), budget_s=None, peer_timeout_s=300, work_dir=str(tmp_path), progress=False,
+                       workloads=("uniform",))
     assert res["indexes"] == {"measured": ["RECORD_INDEX", "GLOBAL_SIMPLE"], "skipped": {
         "NO_SUCH": ib.available_indexes(("NO_SUCH",))[1]["NO_SUCH"]}}
     (size,) = res["sizes"]
     assert size["status"] == "done"
     summ = size["hudi"]["summary"]
-    assert set(summ) == {"uniform", "late"}
+    assert set(summ) == {"uniform"}
     for w, per in summ.items():
         assert set(per) == {"RECORD_INDEX", "GLOBAL_SIMPLE"}
         # both indexes found the same keys: the same inserts and updates
@@ -156,7 +158,7 @@ def test_tiny_suite_end_to_end(tmp_path):
     delta = size["peers"].get("delta")
     if delta is not None and "skipped" not in res["peers"]:
         assert delta["status"] == "done", delta
-        for w in ("uniform", "late"):
+        for w in ("uniform",):
             assert delta["summary"][w]["inserted_updated"] == summ[w]["RECORD_INDEX"]["inserted_updated"]
     assert "uniform" in res["targets"]
     assert not os.listdir(tmp_path)  # the work directory is removed

@@ -104,13 +104,16 @@ def test_streaming_query_killed_and_restarted_writes_every_record_once(tmp_path:
     p.wait(timeout=600)
     assert p.returncode != 0
     assert len(Table.open(base).timeline().completed_commits()) == 1
-    # 2. killed at a random moment, restarted from its checkpoint
-    for _ in range(1):
-        p = _run(src, base, ckpt, tmp_path)
-        time.sleep(rng.uniform(12, 30))
-        if p.poll() is None:
-            os.killpg(p.pid, signal.SIGKILL)
-        p.wait(timeout=120)
+    # 2. killed at a random moment once it has committed a batch of its own, restarted from its checkpoint
+    p = _run(src, base, ckpt, tmp_path)
+    deadline = time.monotonic() + 600
+    while p.poll() is None and time.monotonic() < deadline and \
+            len(Table.open(base).timeline().completed_commits()) < 2:
+        time.sleep(0.3)
+    time.sleep(rng.uniform(0, 4))
+    if p.poll() is None:
+        os.killpg(p.pid, signal.SIGKILL)
+    p.wait(timeout=120)
     # 3. to the end
     p = _run(src, base, ckpt, tmp_path)
     assert p.wait(timeout=1200) == 0, (tmp_path / "stream.log").read_text()[-3000:]
