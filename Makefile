@@ -25,9 +25,10 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 # the whole suite (what CI runs), including the Spark-heavy modules marked slow (local-cluster, kill -9, CLI
-# subprocesses, randomized flows, an S3 server on loopback); two pytest-xdist workers, each with its own Spark
-# session (PYTEST_WORKERS=0: no workers, the tests run in pytest's own process)
-PYTEST_WORKERS ?= 2
+# subprocesses, randomized flows, an S3 server on loopback); three pytest-xdist workers, each with its own Spark
+# session: on two cores a third keeps them busy while the others wait on child processes, a Spark job's start or
+# a heartbeat (PYTEST_WORKERS=0: no workers, the tests run in pytest's own process)
+PYTEST_WORKERS ?= 3
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist worksteal --durations=25
 
