@@ -215,7 +215,7 @@ def _split(table: Any, tl: Any, as_of: str | None, root: str) -> tuple[str | Non
     with_logs = sum(1 for s in slices if s.log_files)
     if slices and with_logs == len(slices):
         return "a merge-on-read snapshot whose every file slice has log files to merge", None
-    common = {S.COMPLETED_BY_OPTION: S.latest_completion(tl) or "", S.DIGEST_OPTION: S.slices_digest(slices)}
+    common = {S.COMPLETED_BY_OPTION: tl.latest_completion_time() or "", S.DIGEST_OPTION: S.slices_digest(slices)}
     return None, Handover(root, {**common, S.SLICES_OPTION: S.BASE_SLICES},
                           {**common, S.SLICES_OPTION: S.LOG_SLICES} if with_logs else None)
 

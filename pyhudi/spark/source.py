@@ -48,8 +48,6 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from pyspark.sql.types import StructType
 
-    from pyhudi.table.timeline import ActiveTimeline
-
 NAME = "hudi"
 ALIAS = "pyhudi"
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
@@ -122,7 +120,7 @@ def plan_query(options: Mapping[str, str], preds: tuple[Pred, ...] = (),
         # one half of a split scan: the table without what completed after the rule planned (nothing to leave
         # out when nothing did)
         bound = options.get(COMPLETED_BY_OPTION) or None
-        if bound is not None and bound >= (latest_completion(tl) or ""):
+        if bound is not None and bound >= (tl.latest_completion_time() or ""):
             bound = None
         plan = read_plan.snapshot(table, as_of=as_of, read_optimized=ro, timeline=tl, completed_by=bound)
         half = options.get(SLICES_OPTION)
@@ -139,11 +137,6 @@ def plan_query(options: Mapping[str, str], preds: tuple[Pred, ...] = (),
     if columns is not None:
         plan = ScanPlan(replace(plan.read, schema=read_schema(plan.read, columns)), plan.slices)
     return plan, report
-
-
-def latest_completion(tl: ActiveTimeline) -> str | None:
-    """The latest completion time on ``tl``."""
-    return max((i.completion_time for i in tl.completed() if i.completion_time), default=None)
 
 
 def slices_digest(slices: tuple[SliceSpec, ...]) -> str:

@@ -158,11 +158,15 @@ public final class HudiScanRule extends Rule<LogicalPlan> {
     if (!(scan instanceof DataSourceV2Relation r)) {
       return scan;  // after the push-down: too late (pushed filters do not prune in such a session)
     }
-    PythonTable t = (PythonTable) r.table();
+    Table table = freshTable((PythonTable) r.table(), r.options().asCaseSensitiveMap());
+    return r.copy(table, r.output(), r.catalog(), r.identifier(), r.options(), r.timeTravelSpec());
+  }
+
+  /** {@code t}'s source as a new source object's table, made with {@code options}. */
+  private static Table freshTable(PythonTable t, Map<String, String> options) {
     PythonDataSourceV2 ds = new PythonDataSourceV2();
     ds.setShortName(t.name());
-    Table table = ds.getTable(t.schema(), new Transform[0], r.options().asCaseSensitiveMap());
-    return r.copy(table, r.output(), r.catalog(), r.identifier(), r.options(), r.timeTravelSpec());
+    return ds.getTable(t.schema(), new Transform[0], options);
   }
 
   /**
@@ -346,10 +350,7 @@ public final class HudiScanRule extends Rule<LogicalPlan> {
   private static DataSourceV2Relation pythonHalf(DataSourceV2Relation r, JsonNode extra) {
     Map<String, String> options = new HashMap<>(r.options().asCaseSensitiveMap());
     extra.fields().forEachRemaining(e -> options.put(e.getKey(), e.getValue().asText()));
-    PythonTable t = (PythonTable) r.table();
-    PythonDataSourceV2 ds = new PythonDataSourceV2();
-    ds.setShortName(t.name());
-    Table table = ds.getTable(t.schema(), new Transform[0], options);
+    Table table = freshTable((PythonTable) r.table(), options);
     return DataSourceV2Relation.create(table, r.catalog(), r.identifier(),
         new CaseInsensitiveStringMap(options), Option.empty());
   }
