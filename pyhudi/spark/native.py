@@ -215,7 +215,7 @@ def _split(table: Any, tl: Any, as_of: str | None, root: str) -> tuple[str | Non
     with_logs = sum(1 for s in slices if s.log_files)
     if slices and with_logs == len(slices):
         return "a merge-on-read snapshot whose every file slice has log files to merge", None
-    common = {S.COMPLETED_BY_OPTION: S.latest_completion(tl) or "", S.DIGEST_OPTION: S.slices_digest(slices)}
+    common = {S.COMPLETED_BY_OPTION: tl.latest_completion_time() or "", S.DIGEST_OPTION: S.slices_digest(slices)}
     return None, Handover(root, {**common, S.SLICES_OPTION: S.BASE_SLICES},
                           {**common, S.SLICES_OPTION: S.LOG_SLICES} if with_logs else None)
 
@@ -374,14 +374,6 @@ def install(spark: SparkSession, names: list[str]) -> Planner | None:
     return planner
 
 
-def runs_before_push_down(spark: SparkSession) -> bool:
-    """Whether the rule runs before Spark pushes filters into scans in ``spark`` (a session built with
-    ``org.pyhudi.spark.HudiExtensions``); else it runs in the optimizer's last batch."""
-    sc = spark.sparkContext
-    assert sc._jvm is not None
-    return bool(sc._jvm.org.pyhudi.spark.HudiExtensions.appliedTo(spark._jsparkSession))
-
-
 def planner_of(spark: SparkSession) -> Planner | None:
     """The planner :func:`install` gave ``spark`` (None: the rule is not installed)."""
     return _PLANNERS.get(spark)
@@ -389,15 +381,11 @@ def planner_of(spark: SparkSession) -> Planner | None:
 
 def uninstall(spark: SparkSession) -> None:
     """Take pyhudi's rule out of ``spark``'s optimizer: every scan is read by the Python source (planned whole:
-    without the rule, the filters Spark pushes may not prune, :attr:`pyhudi.spark.source.HudiDataSource.
-    prune_pushed`)."""
-    from pyhudi.spark.source import register
-
+    without the rule, the filters Spark pushes do not prune, :data:`pyhudi.spark.source.OWN_OPTION`)."""
     if _PLANNERS.pop(spark, None) is not None:
         jvm = spark.sparkContext._jvm
         assert jvm is not None
         jvm.org.pyhudi.spark.HudiScanRule.uninstall(spark._jsparkSession)
-        register(spark, prune_pushed=False)
 
 
 if __name__ == "__main__":

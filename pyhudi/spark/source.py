@@ -16,9 +16,9 @@ How a query runs (PySpark plans a Python source in Python workers the driver's J
 - ``schema()``: the table's columns, meta columns first (time travel: as of its instant; a user schema,
   ``.schema("a string, b long")``, reads only its columns: PySpark hands a Python source no column pruning of its
   own);
-- ``pushFilters()``: the filters become predicates (:mod:`pyhudi.read.filters`) where they may prune
-  (:attr:`HudiDataSource.prune_pushed`: a session whose pyhudi rule gives each scan its own source object); every
-  filter is handed back, so Spark evaluates them all on the rows read and the result never depends on pruning;
+- ``pushFilters()``: the filters become predicates (:mod:`pyhudi.read.filters`) where they may prune: in a scan
+  pyhudi's rule gave a source object of its own (:data:`OWN_OPTION`); every filter is handed back, so Spark
+  evaluates them all on the rows read and the result never depends on pruning;
 - ``partitions()``: the scan plan of the query type (:mod:`pyhudi.read.plan`), pruned by partition, record key
   and column statistics from the metadata table (:mod:`pyhudi.read.pruning`), its file slices packed into tasks
   by size (:func:`pyhudi.read.spark.pack_tasks`); each task carries the read's description and its slices;
@@ -48,13 +48,18 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from pyspark.sql.types import StructType
 
-    from pyhudi.table.timeline import ActiveTimeline
-
 NAME = "hudi"
 ALIAS = "pyhudi"
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 SNAPSHOT, READ_OPTIMIZED, INCREMENTAL = "snapshot", "read_optimized", "incremental"
 _PYTHON_SOURCE_CLASS = "org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2"
+
+#: set by pyhudi's rule on a scan it gave a source object of its own, before the push-down: only such a scan's
+#: pushed filters prune. PySpark keeps the partitions a Python source planned on the source object every scan of
+#: one DataFrame shares, and a scan reads the last ones planned, maybe for another scan's filters; a scan without
+#: it (no rule, the rule after the push-down, a DataFrame planned after ``uninstall``) is planned whole, and Spark
+#: filters its rows.
+OWN_OPTION = "pyhudi.internal.read.own"
 
 # A merge-on-read snapshot split between Spark's parquet reader and this source
 # (:func:`pyhudi.spark.native.refusal`): the read options pyhudi's rule gives each half. Both halves plan the table
@@ -122,7 +127,7 @@ def plan_query(options: Mapping[str, str], preds: tuple[Pred, ...] = (),
         # one half of a split scan: the table without what completed after the rule planned (nothing to leave
         # out when nothing did)
         bound = options.get(COMPLETED_BY_OPTION) or None
-        if bound is not None and bound >= (latest_completion(tl) or ""):
+        if bound is not None and bound >= (tl.latest_completion_time() or ""):
             bound = None
         plan = read_plan.snapshot(table, as_of=as_of, read_optimized=ro, timeline=tl, completed_by=bound)
         half = options.get(SLICES_OPTION)
@@ -139,11 +144,6 @@ def plan_query(options: Mapping[str, str], preds: tuple[Pred, ...] = (),
     if columns is not None:
         plan = ScanPlan(replace(plan.read, schema=read_schema(plan.read, columns)), plan.slices)
     return plan, report
-
-
-def latest_completion(tl: ActiveTimeline) -> str | None:
-    """The latest completion time on ``tl``."""
-    return max((i.completion_time for i in tl.completed() if i.completion_time), default=None)
 
 
 def slices_digest(slices: tuple[SliceSpec, ...]) -> str:
@@ -210,12 +210,6 @@ class HudiDataSource(DataSource):
     #: the session's default parallelism (set by :func:`register`): a query gets at least this many tasks when
     #: it has that many file slices
     parallelism = 2
-    #: whether the filters Spark pushes prune the plan (set by :func:`register`): only in a session whose
-    #: pyhudi rule runs before the push-down of every query. PySpark keeps the partitions a Python source planned
-    #: on the source object every scan of one DataFrame shares, and a scan reads the last ones planned, maybe for
-    #: another scan's filters (the rule gives every scan an object of its own); elsewhere every scan is planned
-    #: whole and Spark filters its rows.
-    prune_pushed = False
 
     @classmethod
     def name(cls) -> str:
@@ -235,20 +229,18 @@ class HudiDataSource(DataSource):
                                                         table.timeline(), as_of=as_of)))
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return HudiReader(dict(self.options), schema, self.parallelism, self.prune_pushed)
+        return HudiReader(dict(self.options), schema, self.parallelism)
 
 
 class HudiReader(DataSourceReader):
-    def __init__(self, options: dict[str, str], schema: StructType, parallelism: int,
-                 prune_pushed: bool = False) -> None:
+    def __init__(self, options: dict[str, str], schema: StructType, parallelism: int) -> None:
         self.options = options
         self.schema = schema
         self.parallelism = parallelism
-        self.prune_pushed = prune_pushed
         self.preds: tuple[Pred, ...] = ()
 
     def pushFilters(self, filters: list[Any]) -> Iterator[Any]:
-        if self.prune_pushed:
+        if self.options.get(OWN_OPTION) == "true":
             pairs = from_spark(filters)
             self.preds = tuple(p for _, p in pairs if p is not None)
         # Spark evaluates every filter on the rows read: pruning only skips data that cannot match
@@ -276,9 +268,8 @@ class HudiReader(DataSourceReader):
         return read_group(group, to_arrow_schema(self.schema, timezone="UTC"))
 
 
-def _source_class(name: str, parallelism: int, prune_pushed: bool = False) -> type[HudiDataSource]:
-    """A subclass named ``name`` carrying the session's parallelism and whether pushed filters prune (defined
-    here, it pickles by value)."""
+def _source_class(name: str, parallelism: int) -> type[HudiDataSource]:
+    """A subclass named ``name`` carrying the session's parallelism (defined here, it pickles by value)."""
 
     class Source(HudiDataSource):
         @classmethod
@@ -286,7 +277,6 @@ def _source_class(name: str, parallelism: int, prune_pushed: bool = False) -> ty
             return name
 
     Source.parallelism = max(1, parallelism)
-    Source.prune_pushed = prune_pushed
     return Source
 
 
@@ -311,10 +301,9 @@ def source_names(spark: SparkSession) -> list[str]:
     return names
 
 
-def register(spark: SparkSession, names: list[str] | None = None, *, prune_pushed: bool = False) -> list[str]:
+def register(spark: SparkSession, names: list[str] | None = None) -> list[str]:
     """Register the data source in ``spark`` under ``names`` (:func:`source_names`); turns on PySpark's filter
-    pushdown for Python sources. ``prune_pushed``: the session's pyhudi rule runs before every query's push-down
-    (:attr:`HudiDataSource.prune_pushed`). Returns the names registered."""
+    pushdown for Python sources. Returns the names registered."""
     try:
         parallelism = int(spark.sparkContext.defaultParallelism)
     except Exception:  # Spark Connect: no SparkContext here
@@ -322,5 +311,5 @@ def register(spark: SparkSession, names: list[str] | None = None, *, prune_pushe
     spark.conf.set(PUSHDOWN_CONF, "true")
     names = names if names is not None else source_names(spark)
     for n in names:
-        spark.dataSource.register(_source_class(n, parallelism, prune_pushed))
+        spark.dataSource.register(_source_class(n, parallelism))
     return names

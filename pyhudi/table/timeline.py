@@ -274,6 +274,10 @@ class Timeline:
         ]
         return max(times) if times else None
 
+    def latest_completion_time(self) -> str | None:
+        """The greatest completion time on the timeline (None: nothing completed)."""
+        return max((i.completion_time for i in self._instants if i.completion_time), default=None)
+
     def by_completion_time(self) -> list[Instant]:
         """Completed instants in completion order (the order Hudi 1.x applies them)."""
         done = [i for i in self._instants if i.completion_time]

@@ -67,7 +67,7 @@ def _archived_since(start: Timeline, history: FullTimeline | None, instant: str)
     if history is None:
         return []
     done_before = {i.requested_time for i in start.completed()}
-    floor = max((i.completion_time for i in start.completed() if i.completion_time), default="")
+    floor = start.latest_completion_time() or ""
     return [i for i in history.completed().commits()
             if history.is_archived(i) and i.requested_time not in done_before and i.requested_time != instant
             and (i.completion_time or i.requested_time) > floor]

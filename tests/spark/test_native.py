@@ -506,17 +506,20 @@ def test_split_halves_see_the_table_the_rule_planned(spark, tmp_path: Path) -> N
 
 def test_after_uninstall_the_python_source_plans_every_scan_whole(spark, cow: str) -> None:  # type: ignore[no-untyped-def]
     """Without the rule, pushed filters do not prune the Python source (its scans share a source object, on which
-    PySpark keeps the partitions planned last): every query of one DataFrame still reads the right rows."""
+    PySpark keeps the partitions planned last): every query of one DataFrame still reads the right rows, a
+    DataFrame loaded while the rule was installed too."""
     from pyhudi.spark import register
     from pyhudi.spark.native import uninstall
 
+    before = spark.read.format("hudi").option("pyhudi.read.spark.parquet", "false").load(cow)
+    assert before.where("dt = '2026-06-02'").count() == 100
     uninstall(spark)
     try:
-        df = spark.read.format("hudi").load(cow)
-        assert not uses_spark_reader(df)
-        assert df.where("dt = '2026-06-02'").count() == 100
-        assert df.count() == 400
-        assert df.where("dt = '2026-06-02'").union(df).count() == 500
+        for df in (spark.read.format("hudi").load(cow), before):
+            assert not uses_spark_reader(df)
+            assert df.where("dt = '2026-06-02'").count() == 100
+            assert df.count() == 400
+            assert df.where("dt = '2026-06-02'").union(df).count() == 500
     finally:
         register(spark)
     assert uses_spark_reader(spark.read.format("hudi").load(cow))

@@ -54,6 +54,8 @@ public final class HudiScanRule extends Rule<LogicalPlan> {
   private static final ObjectMapper JSON = new ObjectMapper();
   /** The read option naming the file slices of a split scan one half reads (pyhudi.spark.source). */
   private static final String SLICES_OPTION = "pyhudi.internal.read.slices";
+  /** On a scan with a source object of its own: its pushed filters may prune (pyhudi.spark.source.OWN_OPTION). */
+  private static final String OWN_OPTION = "pyhudi.internal.read.own";
   /**
    * The reader's options, over the session's: a planned base file that is missing or unreadable fails the query
    * (never skipped, whatever {@code spark.sql.files.ignoreMissingFiles} / {@code ignoreCorruptFiles} say, as
@@ -152,17 +154,25 @@ public final class HudiScanRule extends Rule<LogicalPlan> {
    * {@code scan} with a source object of its own, its output unchanged. PySpark keeps the partitions a Python
    * source planned on the source object, which every scan of one DataFrame shares (the same DataFrame twice in a
    * query, each query of it): pushing a scan's filters replaces them, and every scan of the object reads the
-   * last ones planned, those of another scan's filters (pyhudi's source prunes by them).
+   * last ones planned, those of another scan's filters. Marked with {@link #OWN_OPTION}: pyhudi's source prunes
+   * by the filters pushed into such a scan only.
    */
   private static LogicalPlan ownSource(LogicalPlan scan) {
     if (!(scan instanceof DataSourceV2Relation r)) {
       return scan;  // after the push-down: too late (pushed filters do not prune in such a session)
     }
-    PythonTable t = (PythonTable) r.table();
+    Map<String, String> options = new HashMap<>(r.options().asCaseSensitiveMap());
+    options.put(OWN_OPTION, "true");
+    Table table = freshTable((PythonTable) r.table(), options);
+    return r.copy(table, r.output(), r.catalog(), r.identifier(), new CaseInsensitiveStringMap(options),
+        r.timeTravelSpec());
+  }
+
+  /** {@code t}'s source as a new source object's table, made with {@code options}. */
+  private static Table freshTable(PythonTable t, Map<String, String> options) {
     PythonDataSourceV2 ds = new PythonDataSourceV2();
     ds.setShortName(t.name());
-    Table table = ds.getTable(t.schema(), new Transform[0], r.options().asCaseSensitiveMap());
-    return r.copy(table, r.output(), r.catalog(), r.identifier(), r.options(), r.timeTravelSpec());
+    return ds.getTable(t.schema(), new Transform[0], options);
   }
 
   /**
@@ -346,10 +356,7 @@ public final class HudiScanRule extends Rule<LogicalPlan> {
   private static DataSourceV2Relation pythonHalf(DataSourceV2Relation r, JsonNode extra) {
     Map<String, String> options = new HashMap<>(r.options().asCaseSensitiveMap());
     extra.fields().forEachRemaining(e -> options.put(e.getKey(), e.getValue().asText()));
-    PythonTable t = (PythonTable) r.table();
-    PythonDataSourceV2 ds = new PythonDataSourceV2();
-    ds.setShortName(t.name());
-    Table table = ds.getTable(t.schema(), new Transform[0], options);
+    Table table = freshTable((PythonTable) r.table(), options);
     return DataSourceV2Relation.create(table, r.catalog(), r.identifier(),
         new CaseInsensitiveStringMap(options), Option.empty());
   }
