@@ -14,10 +14,10 @@ def register(spark: SparkSession) -> list[str]:
     :func:`pyhudi.spark.source.register`) and, when the session's JVM has pyhudi's jar, the rule that hands Spark's
     parquet reader the scans it reads exactly (:func:`pyhudi.spark.native.install`). Returns the names
     registered."""
-    from pyhudi.spark.native import install
+    from pyhudi.spark.native import install, own_token
     from pyhudi.spark.source import register as _register
     from pyhudi.spark.source import source_names
 
     names = source_names(spark)
-    install(spark, names)
-    return _register(spark, names)
+    planner = install(spark, names)
+    return _register(spark, names, own_token=own_token(spark) if planner is not None else None)

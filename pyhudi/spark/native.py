@@ -374,6 +374,14 @@ def install(spark: SparkSession, names: list[str]) -> Planner | None:
     return planner
 
 
+def own_token(spark: SparkSession) -> str:
+    """The value of :data:`pyhudi.spark.source.OWN_OPTION` on the scans the rule gives a source object of its own
+    in ``spark``'s JVM (random per JVM)."""
+    sc = spark.sparkContext
+    assert sc._jvm is not None
+    return str(sc._jvm.org.pyhudi.spark.HudiScanRule.ownToken())
+
+
 def planner_of(spark: SparkSession) -> Planner | None:
     """The planner :func:`install` gave ``spark`` (None: the rule is not installed)."""
     return _PLANNERS.get(spark)

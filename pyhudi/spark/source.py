@@ -54,11 +54,11 @@ PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 SNAPSHOT, READ_OPTIMIZED, INCREMENTAL = "snapshot", "read_optimized", "incremental"
 _PYTHON_SOURCE_CLASS = "org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2"
 
-#: set by pyhudi's rule on a scan it gave a source object of its own, before the push-down: only such a scan's
-#: pushed filters prune. PySpark keeps the partitions a Python source planned on the source object every scan of
-#: one DataFrame shares, and a scan reads the last ones planned, maybe for another scan's filters; a scan without
-#: it (no rule, the rule after the push-down, a DataFrame planned after ``uninstall``) is planned whole, and Spark
-#: filters its rows.
+#: set by pyhudi's rule on a scan it gave a source object of its own, before the push-down, to the JVM's token
+#: (:attr:`HudiDataSource.own_token`): only such a scan's pushed filters prune. PySpark keeps the partitions a
+#: Python source planned on the source object every scan of one DataFrame shares, and a scan reads the last ones
+#: planned, maybe for another scan's filters; a scan without it (no rule, the rule after the push-down, a
+#: DataFrame planned after ``uninstall``) is planned whole, and Spark filters its rows.
 OWN_OPTION = "pyhudi.internal.read.own"
 
 # A merge-on-read snapshot split between Spark's parquet reader and this source
@@ -210,6 +210,9 @@ class HudiDataSource(DataSource):
     #: the session's default parallelism (set by :func:`register`): a query gets at least this many tasks when
     #: it has that many file slices
     parallelism = 2
+    #: the value of :data:`OWN_OPTION` pyhudi's rule gives the scans it marks in this session's JVM (set by
+    #: :func:`register`; None: no rule, pushed filters never prune)
+    own_token: str | None = None
 
     @classmethod
     def name(cls) -> str:
@@ -229,18 +232,20 @@ class HudiDataSource(DataSource):
                                                         table.timeline(), as_of=as_of)))
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return HudiReader(dict(self.options), schema, self.parallelism)
+        return HudiReader(dict(self.options), schema, self.parallelism, self.own_token)
 
 
 class HudiReader(DataSourceReader):
-    def __init__(self, options: dict[str, str], schema: StructType, parallelism: int) -> None:
+    def __init__(self, options: dict[str, str], schema: StructType, parallelism: int,
+                 own_token: str | None = None) -> None:
         self.options = options
         self.schema = schema
         self.parallelism = parallelism
+        self.own_token = own_token
         self.preds: tuple[Pred, ...] = ()
 
     def pushFilters(self, filters: list[Any]) -> Iterator[Any]:
-        if self.options.get(OWN_OPTION) == "true":
+        if self.own_token and self.options.get(OWN_OPTION) == self.own_token:
             pairs = from_spark(filters)
             self.preds = tuple(p for _, p in pairs if p is not None)
         # Spark evaluates every filter on the rows read: pruning only skips data that cannot match
@@ -268,8 +273,9 @@ class HudiReader(DataSourceReader):
         return read_group(group, to_arrow_schema(self.schema, timezone="UTC"))
 
 
-def _source_class(name: str, parallelism: int) -> type[HudiDataSource]:
-    """A subclass named ``name`` carrying the session's parallelism (defined here, it pickles by value)."""
+def _source_class(name: str, parallelism: int, own_token: str | None = None) -> type[HudiDataSource]:
+    """A subclass named ``name`` carrying the session's parallelism and the token of the scans the rule marks
+    (defined here, it pickles by value)."""
 
     class Source(HudiDataSource):
         @classmethod
@@ -277,6 +283,7 @@ def _source_class(name: str, parallelism: int) -> type[HudiDataSource]:
             return name
 
     Source.parallelism = max(1, parallelism)
+    Source.own_token = own_token
     return Source
 
 
@@ -301,9 +308,10 @@ def source_names(spark: SparkSession) -> list[str]:
     return names
 
 
-def register(spark: SparkSession, names: list[str] | None = None) -> list[str]:
+def register(spark: SparkSession, names: list[str] | None = None, *, own_token: str | None = None) -> list[str]:
     """Register the data source in ``spark`` under ``names`` (:func:`source_names`); turns on PySpark's filter
-    pushdown for Python sources. Returns the names registered."""
+    pushdown for Python sources. ``own_token``: the value of :data:`OWN_OPTION` on the scans pyhudi's rule gives
+    a source object of its own (:func:`pyhudi.spark.native.own_token`). Returns the names registered."""
     try:
         parallelism = int(spark.sparkContext.defaultParallelism)
     except Exception:  # Spark Connect: no SparkContext here
@@ -311,5 +319,5 @@ def register(spark: SparkSession, names: list[str] | None = None) -> list[str]:
     spark.conf.set(PUSHDOWN_CONF, "true")
     names = names if names is not None else source_names(spark)
     for n in names:
-        spark.dataSource.register(_source_class(n, parallelism))
+        spark.dataSource.register(_source_class(n, parallelism, own_token))
     return names

@@ -523,3 +523,62 @@ def test_after_uninstall_the_python_source_plans_every_scan_whole(spark, cow: st
     finally:
         register(spark)
     assert uses_spark_reader(spark.read.format("hudi").load(cow))
+
+
+def test_pushed_filters_prune_only_the_scans_the_rule_marked() -> None:
+    """The Python source prunes by pushed filters only in a scan whose read option ``pyhudi.internal.read.own``
+    holds the JVM's token the source got at registration: not in a scan a user marked himself, nor without the
+    rule."""
+    from pyspark.sql.datasource import EqualTo
+
+    from pyhudi.spark.source import OWN_OPTION, HudiReader
+
+    schema = StructType([StructField("dt", StringType()), StructField("n", LongType())])
+    pushed = [EqualTo(("dt",), "2026-06-02")]
+    for options, token, prunes in [
+        ({OWN_OPTION: "t0k3n"}, "t0k3n", True),
+        ({OWN_OPTION: "true"}, "t0k3n", False),  # a user's option
+        ({OWN_OPTION: "t0k3n"}, None, False),  # registered without the rule
+        ({}, "t0k3n", False),  # a scan the rule did not give a source object of its own
+    ]:
+        r = HudiReader({"path": "/nowhere", **options}, schema, 2, token)
+        assert list(r.pushFilters(pushed)) == pushed  # Spark evaluates every filter in any case
+        assert bool(r.preds) == prunes, (options, token)
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_every_query_of_a_dataframe_reads_the_latest_commit(spark, reader, table_type: str,  # type: ignore[no-untyped-def]
+                                                            tmp_path: Path) -> None:
+    """With the rule, each query of one DataFrame plans the table anew: a commit between two queries is read by
+    the second, filtered or not, and by both scans of a union (merge-on-read: the commit also updates a key of
+    the first partition, a log file there)."""
+    base = str(tmp_path / "t")
+    opts = {**OPTS, "hoodie.table.name": "latest", "hoodie.parquet.small.file.limit": "0",
+            "hoodie.datasource.write.table.type": table_type}
+
+    def batch(lo: int, hi: int) -> pa.Table:
+        return pa.table({"id": [f"k{i:05d}" for i in range(lo, hi)], "ts": pa.array([1] * (hi - lo), pa.int64()),
+                         "dt": [DAYS[i // 100] for i in range(lo, hi)], "n": pa.array(range(lo, hi), pa.int64()),
+                         "v": pa.array([float(i) for i in range(lo, hi)], pa.float64())})
+
+    Table.create(base, batch(0, 1).schema, opts).write(spark.createDataFrame(batch(0, 200)), "insert", opts)
+    for df in (spark.read.format("hudi").load(base),
+               spark.read.format("hudi").option("pyhudi.read.spark.parquet", "false").load(base)):
+        n = df.count()
+        assert df.where(f"dt = '{DAYS[1]}'").count() == 100
+        Table.open(base).write(spark.createDataFrame(pa.concat_tables([batch(n, n + 100), batch(0, 1)])), "upsert",
+                               opts)
+        assert df.count() == n + 100
+        assert df.where(f"dt = '{DAYS[n // 100]}'").count() == 100
+        assert df.where(f"dt = '{DAYS[1]}'").union(df).count() == 100 + n + 100
+
+
+def test_a_scan_the_plan_holds_twice_is_taken_at_each_place(spark, cow: str) -> None:  # type: ignore[no-untyped-def]
+    """A common table expression referenced twice: the rule takes the scan at each place (each its own source
+    object, both handed to Spark's reader; it takes a relation object the plan holds at two places at each too)."""
+    spark.read.format("hudi").load(cow).createOrReplaceTempView("twice")
+    q = spark.sql(f"WITH t AS (SELECT * FROM twice) SELECT count(*) AS c FROM "
+                  f"(SELECT id FROM t WHERE dt = '{DAYS[1]}' UNION ALL SELECT id FROM t)")
+    text = plan_text(q)
+    assert text.count("HudiFileIndex") == 2 and "BatchScan" not in text, text
+    assert q.collect()[0]["c"] == 500

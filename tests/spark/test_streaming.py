@@ -1,7 +1,7 @@
 """Exactly-once streaming writes: batch ids recorded as Hudi's streaming sink records them, replayed batches
 skipped (deletes never), commit-metadata options copied; and a real Structured Streaming query killed with SIGKILL
-again and again (once right after a commit, before Spark recorded the batch) ends with exactly the source's
-records, checked with hudi-rs."""
+twice (right after a commit, before Spark recorded the batch; then at a random moment once it has committed a batch
+of its own) ends with exactly the source's records, checked with hudi-rs."""
 
 from __future__ import annotations
 
@@ -111,8 +111,8 @@ def test_streaming_query_killed_and_restarted_writes_every_record_once(tmp_path:
             len(Table.open(base).timeline().completed_commits()) < 2:
         time.sleep(0.3)
     time.sleep(rng.uniform(0, 4))
-    if p.poll() is None:
-        os.killpg(p.pid, signal.SIGKILL)
+    assert p.poll() is None, "the query finished before it could be killed"
+    os.killpg(p.pid, signal.SIGKILL)
     p.wait(timeout=120)
     # 3. to the end
     p = _run(src, base, ckpt, tmp_path)

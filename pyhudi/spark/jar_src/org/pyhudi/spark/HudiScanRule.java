@@ -54,8 +54,13 @@ public final class HudiScanRule extends Rule<LogicalPlan> {
   private static final ObjectMapper JSON = new ObjectMapper();
   /** The read option naming the file slices of a split scan one half reads (pyhudi.spark.source). */
   private static final String SLICES_OPTION = "pyhudi.internal.read.slices";
-  /** On a scan with a source object of its own: its pushed filters may prune (pyhudi.spark.source.OWN_OPTION). */
+  /**
+   * On a scan with a source object of its own, with {@link #OWN_TOKEN} as its value: its pushed filters may prune
+   * (pyhudi.spark.source.OWN_OPTION). The value is this JVM's own random token, which pyhudi's source gets at
+   * registration: a user's read option cannot turn pruning on for a shared source object.
+   */
   private static final String OWN_OPTION = "pyhudi.internal.read.own";
+  private static final String OWN_TOKEN = java.util.UUID.randomUUID().toString();
   /**
    * The reader's options, over the session's: a planned base file that is missing or unreadable fails the query
    * (never skipped, whatever {@code spark.sql.files.ignoreMissingFiles} / {@code ignoreCorruptFiles} say, as
@@ -91,6 +96,11 @@ public final class HudiScanRule extends Rule<LogicalPlan> {
       rules.add(new HudiScanRule(spark));
     }
     spark.experimental().extraOptimizations_$eq(CollectionConverters.asScala(rules).toList());
+  }
+
+  /** The value of the read option that marks a scan with a source object of its own in this JVM. */
+  public static String ownToken() {
+    return OWN_TOKEN;
   }
 
   /** Turns the rule off in {@code spark}. */
@@ -131,7 +141,9 @@ public final class HudiScanRule extends Rule<LogicalPlan> {
     boolean invalid = hasInvalidString(plan);
     // top down: the Filter and Project nodes right above a scan are taken with it (a split scan repeats them
     // over each half, so each half is pruned and pushed down as the scan was)
-    Set<LogicalPlan> asked = Collections.newSetFromMap(new IdentityHashMap<>());  // each scan once
+    // the scans made here, not taken again; a scan node the plan holds twice (one relation object at two places)
+    // is taken at each, each getting a source object of its own
+    Set<LogicalPlan> asked = Collections.newSetFromMap(new IdentityHashMap<>());
     return plan.transformDown(new AbstractPartialFunction<LogicalPlan, LogicalPlan>() {
       @Override
       public boolean isDefinedAt(LogicalPlan p) {
@@ -142,8 +154,7 @@ public final class HudiScanRule extends Rule<LogicalPlan> {
       @Override
       public LogicalPlan apply(LogicalPlan p) {
         LogicalPlan scan = chainScan(p, reg);
-        asked.add(scan);
-        LogicalPlan own = ownSource(scan);
+        LogicalPlan own = ownSource(scan);  // the scan itself after the push-down
         asked.add(own);
         return replaceChain(rebuild(p, scan, own, Map.of()), own, reg.planner(), invalid);
       }
@@ -162,13 +173,16 @@ public final class HudiScanRule extends Rule<LogicalPlan> {
       return scan;  // after the push-down: too late (pushed filters do not prune in such a session)
     }
     Map<String, String> options = new HashMap<>(r.options().asCaseSensitiveMap());
-    options.put(OWN_OPTION, "true");
+    options.put(OWN_OPTION, OWN_TOKEN);
     Table table = freshTable((PythonTable) r.table(), options);
     return r.copy(table, r.output(), r.catalog(), r.identifier(), new CaseInsensitiveStringMap(options),
         r.timeTravelSpec());
   }
 
-  /** {@code t}'s source as a new source object's table, made with {@code options}. */
+  /**
+   * {@code t}'s source as a new source object's table. PySpark makes the Python source from the options of the
+   * relation that holds the table (the caller's {@code options}); {@code getTable} is given them too.
+   */
   private static Table freshTable(PythonTable t, Map<String, String> options) {
     PythonDataSourceV2 ds = new PythonDataSourceV2();
     ds.setShortName(t.name());
