@@ -22,7 +22,7 @@ from pyhudi.bench.soak import OPTIONS, SCHEMA, Row, SoakWorkload, hudi_rs_rows, 
 from pyhudi.errors import InvalidInputError
 from pyhudi.metadata.partitions import metadata_base_path
 from pyhudi.metadata.validate import validate_table
-from pyhudi.table.lsm_timeline import ArchivedTimeline, LsmHistory
+from pyhudi.table.lsm_timeline import ArchivedTimeline, LsmFile, LsmHistory
 from pyhudi.table.table import Table
 from pyhudi.table.timeline import CLEAN, COMMIT, ActiveTimeline
 from tests.support.storage import LOCAL
@@ -89,9 +89,9 @@ def test_many_small_commits_in_one_session(small_shuffles, tmp_path: Path) -> No
 
         # -- data table: archival ran after the commit and its clean (hoodie.archive.automatic). Nothing is pending
         # after a synchronous write. At most keep.max.commits completed commits stay (the cleaner does not raise
-        # the limits: it needs the commits after its earliest commit to retain + 2 = 3 + 2 <= keep.min.commits). The cleans and rollbacks older
-        # than the last archived commit go with it (reference 7.3), so what stays of them is at most one clean
-        # per commit still active, plus the one that followed the last archived commit.
+        # the limits: it needs the commits after its earliest commit to retain + 2 = 3 + 2 <= keep.min.commits).
+        # The cleans and rollbacks older than the last archived commit go with it (reference 7.3), so what stays of
+        # them is at most one clean per commit still active, plus the one that followed the last archived commit.
         tl = ActiveTimeline.load(LOCAL, base)
         n_commits = len(tl.completed_commits())
         assert not tl.pending(), f"commit {i}: pending on the data table: {list(tl.pending())}"
@@ -138,7 +138,8 @@ def test_many_small_commits_in_one_session(small_shuffles, tmp_path: Path) -> No
     # the active timelines stay bounded, so a commit costs no more after 72 of them than after 10. Judged on the
     # CPU seconds of this process tree where /proc gives them: the suite runs beside other tests (pytest-xdist) on
     # a shared machine, whose load moves wall-clock latency by more than 1.3x either way (seen here: 7.0 s for
-    # commits 10-60 and 2.0 s for the last 50 of one run of 200); the wall-clock figures are printed with the CPU ones
+    # commits 10-60 and 2.0 s for the last 50 of one run of 200); the wall-clock figures are printed with the CPU
+    # ones
     if "median_cpu_last_s" in figures:
         assert figures["median_cpu_last_s"] <= 1.3 * figures["median_cpu_early_s"], figures
     else:
@@ -155,8 +156,8 @@ def test_many_small_commits_in_one_session(small_shuffles, tmp_path: Path) -> No
     assert any(i.action == COMMIT for i in mdt_archived)  # the metadata table's compactions are archived too
     for path in (base, mdt):  # the LSM timeline's layers were compacted: files of level 1 or more, no layer full
         names = LsmHistory.for_table(LOCAL, path).latest()[1].file_names
-        levels = [int(n.removesuffix(".parquet").rsplit("_", 1)[1]) for n in names]
-        assert names and max(levels) >= 1, (path, names)
+        levels = [f.layer for f in map(LsmFile.parse, names) if f is not None]
+        assert names and len(levels) == len(names) and max(levels) >= 1, (path, names)
         assert all(levels.count(lv) < LSM_BATCH for lv in set(levels)), (path, names)
 
     # -- the latest snapshot: hudi-rs and pyhudi read exactly the model
