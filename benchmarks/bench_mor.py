@@ -41,11 +41,11 @@ def _log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def generate(work: str, rows: int, upsert_rows: int, upserts: int, seed: int = 19) -> list[str]:
+def generate(work: str, rows: int, upsert_rows: int, upserts: int, days: int = DAYS, seed: int = 19) -> list[str]:
     """The load's input (``work/input``) and one input folder per upsert; returns the upsert folders."""
     rng = np.random.default_rng(seed)
     keys = random_uuid_keys(rows, rng)
-    dts = day_partitions(rng.integers(0, DAYS, rows))
+    dts = day_partitions(rng.integers(0, days, rows))
     inp = os.path.join(work, "input")
     os.makedirs(inp)
     for i in range(0, rows, INPUT_CHUNK):
@@ -56,7 +56,7 @@ def generate(work: str, rows: int, upsert_rows: int, upserts: int, seed: int = 1
         n_upd = upsert_rows // 2
         pick = pa.array(rng.choice(len(keys), size=n_upd, replace=False))
         new_keys = random_uuid_keys(upsert_rows - n_upd, rng)
-        new_dts = day_partitions(rng.integers(0, DAYS, upsert_rows - n_upd))
+        new_dts = day_partitions(rng.integers(0, days, upsert_rows - n_upd))
         batch = rows_table(pa.concat_arrays([keys.take(pick), new_keys]),
                            pa.concat_arrays([dts.take(pick), new_dts]), 2 + u, rng)
         path = os.path.join(work, f"upsert-{u}")
@@ -89,7 +89,8 @@ def hudi_run(spark: Any, work: str, name: str, opts: dict[str, str], upsert_dirs
     if "record_index" not in Table.open(path).config.metadata_partitions:
         Table.open(path).build_record_index()
     out: dict[str, Any] = {"load_s": round(time.perf_counter() - t0, 2), "upserts": []}
-    _log(f"{name}: loaded in {out['load_s']} s")
+    out["loaded_layout"] = layout(path)
+    _log(f"{name}: loaded in {out['load_s']} s ({out['loaded_layout']})")
     for i, d in enumerate(upsert_dirs):
         t0 = time.perf_counter()
         res = Table.open(path).write(spark.read.parquet(d), "upsert", opts)
@@ -100,8 +101,20 @@ def hudi_run(spark: Any, work: str, name: str, opts: dict[str, str], upsert_dirs
                                "timings_s": r.get("timings_s")})
         _log(f"{name}: upsert {i + 1} {wall:.2f} s ({r.get('updated')} updated, {r.get('inserted')} inserted)")
     _first_and_steady(out)
+    out["final_layout"] = layout(path)
     out["path"] = path
     return out
+
+
+def layout(path: str) -> dict[str, Any]:
+    """File groups of the table's latest view, and the median size of their base files."""
+    from pyhudi.table.table import Table
+
+    slices = Table.open(path).view().latest_file_slices()
+    sizes = [s.base_file.size for s in slices if s.base_file is not None]
+    return {"partitions": len({s.partition for s in slices}), "file_groups": len(slices),
+            "with_log_files": sum(1 for s in slices if s.has_log_files),
+            "median_base_file_mb": round(statistics.median(sizes) / 2**20, 2) if sizes else None}
 
 
 def delta_run(work: str, upsert_dirs: list[str]) -> dict[str, Any]:
@@ -140,6 +153,7 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=2_000_000)
     ap.add_argument("--upsert-rows", type=int, default=100_000)
     ap.add_argument("--upserts", type=int, default=5)
+    ap.add_argument("--days", type=int, default=DAYS, help="day partitions of the table (365)")
     ap.add_argument("--no-delta", action="store_true")
     ap.add_argument("--no-cow", action="store_true")
     ap.add_argument("--no-reads", action="store_true", help="skip the snapshot reads and the compaction")
@@ -155,10 +169,10 @@ def main() -> None:
     work = tempfile.mkdtemp(prefix="bench-mor-", dir=a.work_dir)
     try:
         t0 = time.perf_counter()
-        dirs = generate(work, a.rows, a.upsert_rows, a.upserts)
+        dirs = generate(work, a.rows, a.upsert_rows, a.upserts, a.days)
         _log(f"data generated in {time.perf_counter() - t0:.1f} s")
         spark = get_spark()
-        result: dict[str, Any] = {"rows": a.rows, "upsert_rows": a.upsert_rows, "upserts": a.upserts}
+        result: dict[str, Any] = {"rows": a.rows, "upsert_rows": a.upsert_rows, "upserts": a.upserts, "days": a.days}
         mor_extra = dict(o.split("=", 1) for o in a.mor_option)
         result["mor_options"] = mor_extra
         if not a.no_cow:

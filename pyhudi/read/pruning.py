@@ -159,7 +159,12 @@ def record_keys(table: TableLike, schema: pa.Schema, preds: Sequence[Pred]) -> l
             allowed = vals if allowed is None else allowed & vals
         if allowed is None:
             return None
-        choices.append(sorted(allowed, key=repr))
+        chosen = sorted(allowed, key=repr)
+        if pa.types.is_floating(schema.field(f).type):
+            # Spark's equality holds 0.0 = -0.0, but the key generator spells them apart ("0.0", "-0.0"), and a
+            # Python set keeps one of the two: a zero stands for both keys
+            chosen = [z for v in chosen for z in ((0.0, -0.0) if v == 0 else (v,))]
+        choices.append(chosen)
     n = 1
     for c in choices:
         n *= len(c)

@@ -212,10 +212,33 @@ def _logs_off(spark: SparkSession, loggers: tuple[str, ...] | None) -> None:
         return
 
 
-def arrow_schema(df: DataFrame) -> pa.Schema:
-    """The Arrow schema of a Spark DataFrame (timestamps in the session time zone, as Arrow batches carry them)."""
+def arrow_schema(df: DataFrame, where: str = "the input") -> pa.Schema:
+    """The Arrow schema of a Spark DataFrame to write (timestamps in the session time zone, as Arrow batches carry
+    them); InvalidInputError for a column of a Spark type a Hudi table of version 9 cannot store."""
     from pyspark.sql.pandas.types import to_arrow_schema
 
+    _check_storable(df.schema, "", where)
     tz = df.sparkSession.conf.get("spark.sql.session.timeZone") or "UTC"
     return to_arrow_schema(df.schema, timezone=tz)
+
+
+def _check_storable(t: object, path: str, where: str) -> None:
+    """Refuses ``VARIANT`` at any depth: Hudi 1.1's tables have no variant type (Arrow would carry it as a struct of
+    two binaries, so it would be stored, and read back, as that struct)."""
+    from pyspark.sql import types as T
+
+    if isinstance(t, T.StructType):
+        for f in t.fields:
+            _check_storable(f.dataType, f"{path}.{f.name}" if path else f.name, where)
+    elif isinstance(t, T.ArrayType):
+        _check_storable(t.elementType, f"{path}.element", where)
+    elif isinstance(t, T.MapType):
+        _check_storable(t.keyType, f"{path}.key", where)
+        _check_storable(t.valueType, f"{path}.value", where)
+    elif isinstance(t, T.VariantType):
+        from pyhudi.errors import InvalidInputError
+
+        raise InvalidInputError(
+            f"{where}: column {path!r} is of Spark type VARIANT, which Hudi tables of version 9 cannot store: write it as "
+            "a JSON string (to_json) instead; nothing was written")
 

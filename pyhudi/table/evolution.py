@@ -114,6 +114,7 @@ class _Evolver:
         return out
 
     def new_field(self, f: pa.Field, prefix: str = "") -> pa.Field:
+        check_avro_name(f.name, self.where, prefix)
         check_schema_names(f.type, self.where, prefix + f.name + ".")
         return pa.field(f.name, normalize(f.type), nullable=True)
 
@@ -132,6 +133,7 @@ class _Evolver:
             t = self.type(tv.type, iv.type, path + ".element")
             return pa.list_(pa.field(tv.name, t, nullable=tv.nullable or iv.nullable))
         if pa.types.is_map(table) and pa.types.is_map(incoming):
+            check_map_keys(incoming, self.where, path)
             tv, iv = table.item_field, incoming.item_field
             t = self.type(tv.type, iv.type, path + ".value")
             return pa.map_(table.key_type, pa.field(tv.name, t, nullable=tv.nullable or iv.nullable))
@@ -162,16 +164,39 @@ def check_distinct_names(names: list[str], where: str, prefix: str = "") -> None
                 "do not tell apart when they resolve a name, so a table cannot hold both; nothing was written")
 
 
+def check_avro_name(name: str, where: str, prefix: str = "") -> None:
+    """InvalidInputError when a column (or struct field) ``name`` is not a legal Avro name: a table's schema is
+    Avro, and Avro's parser (Apache Hudi's, hudi-rs's) refuses the schema of a table holding one. The rule is
+    Avro Java's: a letter or ``_``, then letters, digits and ``_`` (Hudi's Spark writer refuses the others)."""
+    if name and (name[0].isalpha() or name[0] == "_") and all(c.isalpha() or c.isdecimal() or c == "_" for c in name):
+        return
+    raise InvalidInputError(
+        f"{where}: column {prefix + name!r} is not a legal Avro name (a letter or '_', then letters, digits and "
+        "'_'), and a Hudi table's schema is Avro: rename it (e.g. withColumnRenamed); nothing was written")
+
+
+def check_map_keys(t: pa.DataType, where: str, path: str) -> None:
+    """InvalidInputError when map ``t`` (column ``path``) has keys other than strings: Avro maps, and so a Hudi
+    table's, have string keys only (Hudi's Spark writer refuses other keys rather than change them)."""
+    if not (pa.types.is_string(t.key_type) or pa.types.is_large_string(t.key_type)):
+        raise InvalidInputError(
+            f"{where}: column {path!r} is a map with {t.key_type} keys, but Avro maps, and so a Hudi table's, have "
+            "string keys: cast the keys to string, or store the entries as a list of structs; nothing was written")
+
+
 def check_schema_names(t: pa.Schema | pa.DataType, where: str, prefix: str = "") -> None:
-    """:func:`check_distinct_names` for every record of a schema, nested ones too."""
+    """:func:`check_distinct_names` and :func:`check_avro_name` for every record of a schema, nested ones too, and
+    :func:`check_map_keys` for its maps."""
     if isinstance(t, pa.Schema) or pa.types.is_struct(t):
         fields = list(t) if isinstance(t, pa.Schema) else [t.field(i) for i in range(t.num_fields)]
         check_distinct_names([f.name for f in fields], where, prefix)
         for f in fields:
+            check_avro_name(f.name, where, prefix)
             check_schema_names(f.type, where, prefix + f.name + ".")
     elif pa.types.is_list(t) or pa.types.is_large_list(t):
         check_schema_names(t.value_type, where, prefix + "element.")
     elif pa.types.is_map(t):
+        check_map_keys(t, where, prefix.rstrip("."))
         check_schema_names(t.item_type, where, prefix + "value.")
 
 

@@ -112,7 +112,7 @@ class Table:
             return cls.open(uri)
         from pyhudi.spark.session import arrow_schema
 
-        return cls.create(uri, arrow_schema(df), options)
+        return cls.create(uri, arrow_schema(df, f"create {uri}"), options)
 
     # -- metadata -----------------------------------------------------------------------------------
     @property

@@ -273,7 +273,7 @@ class WriteTransaction:
             _check_mor_write(self.base_path, self.config(), wc, self.options, self.timeline())
         from pyhudi.spark.session import arrow_schema
 
-        incoming = arrow_schema(df)
+        incoming = arrow_schema(df, f"write to {self.base_path}")
         if batch_id is not None:
             self.checkpoint = StreamingCheckpoint(str(C.STREAMING_CHECKPOINT_IDENTIFIER.get(self.options)), batch_id)
             self.extra_metadata.update(self.checkpoint.extra_metadata())

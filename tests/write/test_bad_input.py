@@ -79,6 +79,10 @@ def _null_ordering() -> pa.Table:
     return to_arrow(b)
 
 
+def _with_column(field: pa.Field, values: list) -> pa.Table:
+    return to_arrow(rows(range(10, 12))).append_column(field, pa.array(values, field.type))
+
+
 NEW = rows(range(10, 12))
 NULL_ORDERING = r"ordering field 'ts' \(hoodie\.table\.ordering\.fields\) is null for record key 'k012'"
 # name -> (input table, operation, extra options, error type, message pattern)
@@ -113,6 +117,12 @@ CASES = {
                           r"column 'ts' is bool in the input but int64 in the table: Avro schema resolution cannot"),
     "changed_type": (_changed_type, "upsert", {}, InvalidInputError,
                      r"column 'v' is string in the input but double in the table"),
+    # a table's schema is Avro: names Avro refuses and maps of keys other than strings are not stored
+    "illegal_avro_name": (lambda: _with_column(pa.field("a-b", pa.int32()), [1, 2]), "upsert", {},
+                          InvalidInputError, r"column 'a-b' is not a legal Avro name.*nothing was written$"),
+    "map_with_int_keys": (lambda: _with_column(pa.field("m", pa.map_(pa.int32(), pa.string())), [[(7, "v")], None]),
+                          "upsert", {}, InvalidInputError,
+                          r"column 'm' is a map with int32 keys, but Avro maps.*nothing was written$"),
     "unknown_index_type": (lambda: to_arrow(NEW), "upsert", {"hoodie.index.type": "NOPE"}, ConfigError,
                            r"hoodie\.index\.type has unknown value 'NOPE'"),
     "unknown_operation": (lambda: to_arrow(NEW), "merge", {}, ConfigError,
@@ -170,6 +180,23 @@ def test_null_ordering_values_into_merge_on_read(spark, tmp_path: Path, operatio
                          for r in first.to_pylist())
     theirs = hudi_rs_read(base).select(["id", "ts", "v"]).to_pylist()
     assert sorted((r["id"], r["ts"], r["v"]) for r in theirs) == got
+
+
+@pytest.mark.parametrize("new_table", [False, True])
+def test_variant_columns_are_refused(spark, table: str, tmp_path: Path, new_table: bool) -> None:  # type: ignore[no-untyped-def]
+    """Hudi 1.1's tables have no variant type: a VARIANT column (here inside a struct) is refused, not stored as
+    the struct of two binaries Arrow carries it as; neither a table nor an instant is made."""
+    from pyspark.sql import functions as F
+
+    df = spark.createDataFrame(to_arrow(NEW)).withColumn("st", F.struct(F.parse_json(F.lit('{"a": 1}')).alias("j")))
+    base = str(tmp_path / "new") if new_table else table
+    before = None if new_table else tree(table)
+    with pytest.raises(InvalidInputError, match=r"column 'st\.j' is of Spark type VARIANT.*nothing was written"):
+        Table.for_dataframe(base, df, OPTS).write(df, "upsert", OPTS)
+    if new_table:
+        assert not Path(base).exists()
+    else:
+        assert tree(table) == before
 
 
 def test_first_write_with_null_key_leaves_empty_timeline(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
