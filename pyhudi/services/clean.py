@@ -24,7 +24,8 @@ state "COMPLETED"}, ``lastCompletedCommitTimestamp`` = requested time of the las
 version 2 (per partition: ``deletePathPatterns``, ``successDeleteFiles``, ``failedDeleteFiles`` as *file names*; a
 file already gone counts as failed, as in Hudi; ``bootstrapPartitionMetadata`` = {}, ``extraMetadata`` from the plan).
 
-A pending clean (crash mid-way) is completed by the next :func:`clean` call before a new one is planned.
+A pending clean (crash mid-way, or a delete the storage refused: the clean then fails, as Hudi's does, and
+stays pending) is completed by the next :func:`clean` call before a new one is planned.
 
 File groups and slices come from :class:`~pyhudi.table.fsview.FileSystemView` (a storage listing, every file
 group including replaced ones), so a log file belongs to the slice its completion time puts it in (an archived
@@ -39,7 +40,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from pyhudi import faults
-from pyhudi.errors import PyHudiError, UnsafePathError
+from pyhudi.errors import PyHudiError, StorageError, UnsafePathError
 from pyhudi.io.storage import Storage
 from pyhudi.services.rollback import TimeSource, next_time
 from pyhudi.table.fsview import FileSystemView, StorageListing
@@ -192,8 +193,14 @@ def _run(
                 storage.delete(path, missing_ok=True, dirs=False)
             except UnsafePathError:
                 raise
-            except (OSError, PyHudiError):
-                existed = False
+            except (OSError, PyHudiError) as e:
+                # as Hudi's clean, which fails on an I/O error: completed, the clean would let archival pass the
+                # instants whose files it kept (a replaced file group's files would be read again once its
+                # replacecommit is archived)
+                raise StorageError(
+                    f"{base_path}: clean {instant.requested_time} could not delete {path}: {e}; the clean stays "
+                    "pending, and the next clean (after the next commit with hoodie.clean.automatic, or "
+                    "`pyhudi clean`) deletes the rest and completes it") from e
             (ok if existed else bad).append(name)
         total += len(ok)
         partition_meta[partition] = {

@@ -79,6 +79,37 @@ def test_replaced_file_groups_are_cleaned(tmp_path: Path) -> None:
     assert _versions(base, "aaaa-0") == []
 
 
+def test_a_delete_the_storage_refuses_fails_the_clean_and_leaves_it_pending(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file the storage will not delete (permissions, an object store's policy or outage) fails the clean, as in
+    Hudi, instead of completing it with the file listed as failed: a completed clean lets archival pass the
+    replacecommit, and a replaced file group left behind would then be read again. The next clean finishes it."""
+    from pyhudi.errors import StorageError
+    from pyhudi.io.storage import Storage
+
+    base, clock, _ts = _table_with_commits(tmp_path, 1)
+    commit(base, clock, {P: [("cccc-0", [("k1", 5)])]}, replaced={P: ["aaaa-0"]})
+    for i in range(11):
+        commit(base, clock, {P: [("cccc-0", [("k1", i)])]})
+    delete = Storage.delete
+
+    def refusing(self: Storage, path: str, missing_ok: bool = True, *, dirs: bool = True) -> None:
+        if "aaaa-0_" in path:
+            raise PermissionError(13, "Permission denied", path)
+        delete(self, path, missing_ok, dirs=dirs)
+
+    monkeypatch.setattr(Storage, "delete", refusing)
+    with pytest.raises(StorageError, match=r"clean \d+ could not delete .*aaaa-0_.*the clean stays pending"):
+        clean(LOCAL, base, None, 10, clock)
+    cleans = list(ActiveTimeline.load(LOCAL, base).by_action("clean"))
+    assert len(cleans) == 1 and not cleans[0].is_completed
+    assert len(_versions(base, "aaaa-0")) == 1
+    monkeypatch.setattr(Storage, "delete", delete)
+    done = clean(LOCAL, base, None, 10, clock)
+    assert done is not None and done.is_completed and done.requested_time == cleans[0].requested_time
+    assert _versions(base, "aaaa-0") == []
+
+
 def test_pending_commit_limits_earliest_retained(tmp_path: Path) -> None:
     base, clock, ts = _table_with_commits(tmp_path, 3)
     pending = commit(base, clock, {P: [("aaaa-0", [("k1", 0)])]}, complete=False)

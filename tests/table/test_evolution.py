@@ -134,7 +134,7 @@ def test_names_differing_only_in_case() -> None:
 def test_names_avro_cannot_parse_are_refused(added: pa.Field) -> None:
     """A table's schema is Avro: a name Avro's parser refuses (Hudi's Spark writer does, and hudi-rs cannot read
     the table after) is refused when the write introduces it, at any depth; letters of any script are names."""
-    with pytest.raises(InvalidInputError, match="not a legal Avro name.*nothing was written"):
+    with pytest.raises(InvalidInputError, match=r"not a legal Avro name.*nothing was written"):
         evolve(pa.schema([*TABLE, added]))
     fine = pa.schema([*TABLE, pa.field("größe_2", pa.int32()), pa.field("_x", pa.int32())])
     assert evolve(fine).names[-2:] == ["größe_2", "_x"]
@@ -145,7 +145,7 @@ def test_maps_with_keys_other_than_strings_are_refused() -> None:
     whose existing map column changed its key type), never stored with its keys turned into strings."""
     for added in [pa.field("mi", pa.map_(pa.int32(), pa.string())),
                   pa.field("st2", pa.struct([("md", pa.map_(pa.date32(), pa.int32()))]))]:
-        with pytest.raises(InvalidInputError, match="map with .* keys.*nothing was written"):
+        with pytest.raises(InvalidInputError, match=r"map with .* keys.*nothing was written"):
             evolve(pa.schema([*TABLE, added]))
     table = pa.schema([*TABLE, pa.field("m", pa.map_(pa.string(), pa.int32()))])
     assert writer_schema(table, table, reconcile=False, where="w") == table
