@@ -92,7 +92,9 @@ KEYGENERATOR_TYPE = Option(
     "given).", section=_W)
 KEYGENERATOR_CLASS = Option(
     "hoodie.datasource.write.keygenerator.class", None,
-    "Hudi key generator class name (Simple/Complex/NonpartitionedKeyGenerator and their Avro variants).",
+    "Hudi key generator class name: Simple/Complex/NonpartitionedKeyGenerator and their Avro variants set the "
+    "key generator type (a type given beside it must agree); other classes (timestamp-based, custom) are "
+    "refused. A non-partitioned key generator ignores a partition field, as Hudi's does.",
     section=_W)
 HIVE_STYLE_PARTITIONING = Option(
     "hoodie.datasource.write.hive_style_partitioning", "false",
@@ -505,6 +507,32 @@ OPERATIONS = ("insert", "upsert", "delete", "bulk_insert", "insert_overwrite", "
 INDEX_TYPES = ("SIMPLE", "GLOBAL_SIMPLE", "BLOOM", "GLOBAL_BLOOM", "RECORD_INDEX")
 MERGE_MODES = ("EVENT_TIME_ORDERING", "COMMIT_TIME_ORDERING")
 KEYGEN_TYPES = ("SIMPLE", "COMPLEX", "NON_PARTITION", "NON_PARTITIONED")
+#: the key generator classes pyhudi writes with (``hoodie.datasource.write.keygenerator.class``), by type
+KEYGEN_CLASS_TYPES = {
+    "org.apache.hudi.keygen.SimpleKeyGenerator": "SIMPLE",
+    "org.apache.hudi.keygen.SimpleAvroKeyGenerator": "SIMPLE",
+    "org.apache.hudi.keygen.ComplexKeyGenerator": "COMPLEX",
+    "org.apache.hudi.keygen.ComplexAvroKeyGenerator": "COMPLEX",
+    "org.apache.hudi.keygen.NonpartitionedKeyGenerator": "NON_PARTITION",
+    "org.apache.hudi.keygen.NonpartitionedAvroKeyGenerator": "NON_PARTITION",
+}
+
+
+def keygen_class_type(cls: str, option: str) -> str:
+    """The key generator type of a key generator class (``option`` names where it was given); ConfigError for a
+    class pyhudi does not write with (timestamp-based, custom, ...)."""
+    t = KEYGEN_CLASS_TYPES.get(cls.strip())
+    if t is None:
+        raise ConfigError(f"option {option}: unsupported key generator class {cls!r} (pyhudi writes with "
+                          f"{', '.join(c.rsplit('.', 1)[1] for c in KEYGEN_CLASS_TYPES)})")
+    return t
+
+
+def check_partition_field_specs(fields: tuple[str, ...] | list[str], option: str) -> None:
+    """ConfigError for a CustomKeyGenerator partition spec (``field:SIMPLE``, ``field:TIMESTAMP``)."""
+    for f in fields:
+        if ":" in f:
+            raise ConfigError(f"option {option}: {f!r} is a CUSTOM key generator spec, which is not supported")
 
 
 def infer_keygen_type(record_key_fields: tuple[str, ...] | list[str], partition_fields: tuple[str, ...] | list[str]) -> str:
@@ -610,9 +638,20 @@ class WriteConfig:
         if not rk:
             raise ConfigError(f"option {RECORDKEY_FIELD} is required (the record key column or columns)")
         pf = _fields(o.get(PARTITIONPATH_FIELD))
+        check_partition_field_specs(pf, PARTITIONPATH_FIELD.key)
         ordering = _fields(o.get(ORDERING_FIELDS) or o.get(PRECOMBINE_FIELD))
+        cls = o.get(KEYGENERATOR_CLASS.key)
+        if cls:  # a class names its type (a type given beside it must agree)
+            by_class = keygen_class_type(cls, KEYGENERATOR_CLASS.key)
+            given = _choice(o, KEYGENERATOR_TYPE, KEYGEN_TYPES) if o.get(KEYGENERATOR_TYPE.key) else by_class
+            if given.replace("NON_PARTITIONED", "NON_PARTITION") != by_class:
+                raise ConfigError(f"options {KEYGENERATOR_TYPE.key}={given} and {KEYGENERATOR_CLASS.key}={cls} "
+                                  "disagree")
+            o[KEYGENERATOR_TYPE.key] = by_class
         o.setdefault(KEYGENERATOR_TYPE, infer_keygen_type(rk, pf))
         keygen = _choice(o, KEYGENERATOR_TYPE, KEYGEN_TYPES)
+        if keygen in ("NON_PARTITION", "NON_PARTITIONED"):
+            pf = ()  # Hudi's NonpartitionedKeyGenerator writes every record at the root: the table has no partitions
         if keygen == "SIMPLE" and (len(rk) != 1 or len(pf) > 1):
             raise ConfigError(
                 f"option {KEYGENERATOR_TYPE}=SIMPLE takes one record key and at most one partition field; "

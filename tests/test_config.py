@@ -75,3 +75,42 @@ def test_write_config_and_base_files_take_the_same_codecs() -> None:
         ParquetOptions.from_options({C.PARQUET_COMPRESSION: codec})
     with pytest.raises(ConfigError, match=re.escape(C.PARQUET_COMPRESSION)):
         ParquetOptions.from_options({C.PARQUET_COMPRESSION: "lzo"})
+
+
+def test_key_generator_class_names_the_key_generator() -> None:
+    """``hoodie.datasource.write.keygenerator.class`` decides the key generator (it was ignored, and the type
+    inferred from the fields: a ComplexKeyGenerator table of one key field got SIMPLE keys); a class pyhudi does
+    not write with, or a type beside it that disagrees, is refused by name."""
+    base = {C.RECORDKEY_FIELD: "k", C.PARTITIONPATH_FIELD: "p"}
+    cls = "hoodie.datasource.write.keygenerator.class"
+    assert C.WriteConfig.from_options(base).keygen_type == "SIMPLE"
+    complex_ = C.WriteConfig.from_options({**base, cls: "org.apache.hudi.keygen.ComplexKeyGenerator"})
+    assert complex_.keygen_type == "COMPLEX" and complex_.partition_fields == ("p",)
+    for bad in ("org.apache.hudi.keygen.TimestampBasedKeyGenerator", "org.apache.hudi.keygen.CustomKeyGenerator"):
+        with pytest.raises(ConfigError, match=re.escape(f"{cls}: unsupported key generator class {bad!r}")):
+            C.WriteConfig.from_options({**base, cls: bad})
+    with pytest.raises(ConfigError, match="disagree"):
+        C.WriteConfig.from_options({**base, cls: "org.apache.hudi.keygen.SimpleKeyGenerator",
+                                    "hoodie.datasource.write.keygenerator.type": "COMPLEX"})
+    with pytest.raises(ConfigError, match="'p:SIMPLE' is a CUSTOM key generator spec"):
+        C.WriteConfig.from_options({C.RECORDKEY_FIELD: "k", C.PARTITIONPATH_FIELD: "p:SIMPLE"})
+
+
+@pytest.mark.parametrize("how", [{"hoodie.datasource.write.keygenerator.type": "NON_PARTITION"},
+                                 {"hoodie.datasource.write.keygenerator.class":
+                                  "org.apache.hudi.keygen.NonpartitionedKeyGenerator"}])
+def test_a_non_partitioned_key_generator_takes_no_partition_field(tmp_path, how: dict) -> None:  # type: ignore[no-untyped-def]
+    """Hudi's NonpartitionedKeyGenerator ignores a partition field given beside it: the table records none (it
+    recorded the field, and hudi-rs then took the column for a partition column and filtered every row out), and
+    writes giving the field again are accepted."""
+    from pyhudi.table.properties import read_table_config
+    from pyhudi.table.table import Table
+    from pyhudi.txn.transaction import resolve_options
+
+    opts = {C.RECORDKEY_FIELD: "k", C.PARTITIONPATH_FIELD: "p", **how}
+    assert C.WriteConfig.from_options(opts).partition_fields == ()
+    t = Table.create(str(tmp_path / "t"), pa.schema([("k", pa.string()), ("p", pa.string())]), opts)
+    cfg = read_table_config(t.storage, str(tmp_path / "t" / ".hoodie"))
+    assert cfg.partition_fields == [] or cfg.partition_fields == ()
+    assert cfg.key_generator_type == "NON_PARTITION"
+    assert C.WriteConfig.from_options(resolve_options(cfg, opts, t.timeline())).partition_fields == ()

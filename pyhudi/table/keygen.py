@@ -42,7 +42,9 @@ from pyhudi.config import (
     PARTITIONPATH_FIELD,
     RECORDKEY_FIELD,
     WRITE_TABLE_VERSION,
+    check_partition_field_specs,
     infer_keygen_type,
+    keygen_class_type,
 )
 from pyhudi.config import HIVE_STYLE_PARTITIONING as HIVE_STYLE
 from pyhudi.config import KEYGENERATOR_CLASS as KEYGEN_CLASS
@@ -77,16 +79,6 @@ _TYPE_ALIASES = {
     "NON_PARTITION_AVRO": NON_PARTITION,
     "NON_PARTITIONED": NON_PARTITION,
 }
-_CLASS_TYPES = {
-    "org.apache.hudi.keygen.SimpleKeyGenerator": SIMPLE,
-    "org.apache.hudi.keygen.SimpleAvroKeyGenerator": SIMPLE,
-    "org.apache.hudi.keygen.ComplexKeyGenerator": COMPLEX,
-    "org.apache.hudi.keygen.ComplexAvroKeyGenerator": COMPLEX,
-    "org.apache.hudi.keygen.NonpartitionedKeyGenerator": NON_PARTITION,
-    "org.apache.hudi.keygen.NonpartitionedAvroKeyGenerator": NON_PARTITION,
-}
-
-
 Batch: TypeAlias = pa.RecordBatch | pa.Table
 
 
@@ -144,11 +136,7 @@ class KeyGenerator:
         if pf_raw is None:
             pf_raw = options.get(TABLE_PARTITION_FIELDS)
         pf = _split(pf_raw)
-        for f in pf:
-            if ":" in f:
-                raise ConfigError(
-                    f"{PARTITIONPATH_FIELD}: {f!r} is a CUSTOM key generator spec, which is not supported"
-                )
+        check_partition_field_specs(pf, PARTITIONPATH_FIELD)
         type_name: str | None = None
         raw_type = options.get(KEYGEN_TYPE) or options.get(TABLE_KEYGEN_TYPE)
         if raw_type:
@@ -158,9 +146,7 @@ class KeyGenerator:
         else:
             cls = options.get(KEYGEN_CLASS) or options.get(TABLE_KEYGEN_CLASS)
             if cls:
-                type_name = _CLASS_TYPES.get(cls.strip())
-                if type_name is None:
-                    raise ConfigError(f"{KEYGEN_CLASS}: unsupported key generator class {cls!r}")
+                type_name = keygen_class_type(cls, KEYGEN_CLASS)
         if type_name is None:
             type_name = infer_keygen_type(rk, pf)
         if _bool(options, CONSISTENT_LOGICAL_TS):

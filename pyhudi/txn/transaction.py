@@ -168,9 +168,12 @@ def resolve_options(config: TableConfig, options: Mapping[str, Any] | None, time
         fixed[C.KEYGENERATOR_TYPE] = config.key_generator_type
     if config.record_merge_mode:
         fixed[C.RECORD_MERGE_MODE] = config.record_merge_mode
+    # a non-partitioned table's key generator takes no partition field: one given is ignored, as Hudi does
+    checked = (C.RECORDKEY_FIELD,) if config.key_generator_type in ("NON_PARTITION", "NON_PARTITIONED") else (
+        C.RECORDKEY_FIELD, C.PARTITIONPATH_FIELD)
     for k, v in fixed.items():
         given = o.get(k)
-        if given is not None and given.strip() and k in (C.RECORDKEY_FIELD, C.PARTITIONPATH_FIELD) and (
+        if given is not None and given.strip() and k in checked and (
             [x.strip() for x in given.split(",")] != [x.strip() for x in v.split(",") if x.strip()]
         ):
             raise ConfigError(f"option {k}={given!r} does not match the table's {v!r}")

@@ -270,6 +270,26 @@ class WriteProducer:
         job.routing = routing
         return prepared
 
+    def check_keys_stay_unique(self, tagged: DataFrame, limit: int = 5) -> None:
+        """InvalidInputError naming input keys a non-global index (SIMPLE, BLOOM) would insert as new records while
+        the table's record index holds them in another partition: the record index holds one location per key
+        (key queries read only the file group it names), so a second record of a key is refused before anything is
+        written. Keys that stay in their partition are updated as usual."""
+        from pyspark.sql import functions as F
+
+        job = self.job
+        inserts = tagged.filter(F.col(LOC_FILE_ID_COL).isNull() & (F.col(OP_COL) != OP_DELETE)).select(
+            RECORD_KEY_COL, PARTITION_PATH_COL, OP_COL)
+        held = index_for("RECORD_INDEX").tag(job, inserts).filter(F.col(LOC_FILE_ID_COL).isNotNull())
+        rows = held.select(RECORD_KEY_COL, LOC_PARTITION_COL, PARTITION_PATH_COL).limit(limit).collect()
+        if rows:
+            listed = "; ".join(f"key {r[0]!r} is stored in partition {r[1]!r} (input partition {r[2]!r})" for r in rows)
+            raise InvalidInputError(
+                f"{self.cfg.operation} into {job.base_path} with {C.INDEX_TYPE}={self.cfg.index_type}: {listed}; this "
+                "non-global index would write a second record of the key, and the table's record index holds one "
+                "location per key: write with RECORD_INDEX (it moves or keeps the key, "
+                "hoodie.record.index.update.partition.path) or a global index; nothing was written")
+
     def caches_tagged(self) -> bool:
         """Whether the tagged records are cached for the write after the planning counts."""
         return True
@@ -310,6 +330,8 @@ class WriteProducer:
             )
         index = index_for(self.cfg.index_type)
         tagged = index.tag(self.job, prepared)
+        if not index.is_global and not self.delete_all and self.job.record_index_lookup() is not None:
+            self.check_keys_stay_unique(tagged)
         ordered = self.cfg.event_time_ordering and bool(self.cfg.ordering_fields)
         soft_deletes = ordered and not self.delete_all and IS_DELETED_COL in prepared.columns
         if (index.is_global and self.cfg.update_partition_path) or soft_deletes:

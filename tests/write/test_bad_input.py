@@ -123,6 +123,12 @@ CASES = {
     "map_with_int_keys": (lambda: _with_column(pa.field("m", pa.map_(pa.int32(), pa.string())), [[(7, "v")], None]),
                           "upsert", {}, InvalidInputError,
                           r"column 'm' is a map with int32 keys, but Avro maps.*nothing was written$"),
+    # the table has a record index (one location per key): a non-global index may not make a second record of a key
+    "non_global_index_second_record": (lambda: to_arrow(rows([0, 10], p="b")), "upsert", {"hoodie.index.type": "SIMPLE"},
+                                       InvalidInputError, r"key 'k000' is stored in partition 'a' \(input partition "
+                                       r"'b'\); this non-global index would write a second record.*nothing was written$"),
+    "non_global_bloom_second_record": (lambda: to_arrow(rows([1], p="a")), "upsert", {"hoodie.index.type": "BLOOM"},
+                                       InvalidInputError, r"key 'k001' is stored in partition 'b' \(input partition"),
     "unknown_index_type": (lambda: to_arrow(NEW), "upsert", {"hoodie.index.type": "NOPE"}, ConfigError,
                            r"hoodie\.index\.type has unknown value 'NOPE'"),
     "unknown_operation": (lambda: to_arrow(NEW), "merge", {}, ConfigError,
