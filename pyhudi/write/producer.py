@@ -282,8 +282,12 @@ class WriteProducer:
             RECORD_KEY_COL, PARTITION_PATH_COL, OP_COL)
         held = index_for("RECORD_INDEX").tag(job, inserts).filter(F.col(LOC_FILE_ID_COL).isNotNull())
         rows = held.select(RECORD_KEY_COL, LOC_PARTITION_COL, PARTITION_PATH_COL).limit(limit).collect()
-        if rows:
-            listed = "; ".join(f"key {r[0]!r} is stored in partition {r[1]!r} (input partition {r[2]!r})" for r in rows)
+        listed = "; ".join(f"key {r[0]!r} is stored in partition {r[1]!r} (input partition {r[2]!r})" for r in rows)
+        if not rows:  # a new key arriving with two partitions in this input would be two records too
+            twice = (inserts.groupBy(RECORD_KEY_COL).agg(F.sort_array(F.collect_set(PARTITION_PATH_COL)).alias("p"))
+                     .filter(F.size("p") > 1).limit(limit).collect())
+            listed = "; ".join(f"new key {r[0]!r} arrives with partitions {', '.join(map(repr, r[1]))}" for r in twice)
+        if listed:
             raise InvalidInputError(
                 f"{self.cfg.operation} into {job.base_path} with {C.INDEX_TYPE}={self.cfg.index_type}: {listed}; this "
                 "non-global index would write a second record of the key, and the table's record index holds one "
