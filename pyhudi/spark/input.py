@@ -360,6 +360,21 @@ def _spark_schema(schema: pa.Schema) -> Any:
     return from_arrow_schema(pa.schema(fields), prefer_timestamp_ntz=False)
 
 
+def _nested_plain_folders(found: InputFiles) -> bool:
+    """Whether a directory input holds data files in sub-folders that are not partition folders (``name=value``):
+    Spark's listing of a directory skips those (their rows were silently not written), so they are read with
+    ``recursiveFileLookup``. Partition folders mixed with other sub-folders are refused: read recursively, their
+    ``name=value`` columns would be lost."""
+    root = found.path.rstrip("/")
+    segments = [seg for f in found.files for seg in posixpath.dirname(f)[len(root):].strip("/").split("/") if seg]
+    plain = [seg for seg in segments if "=" not in seg]
+    if plain and len(plain) < len(segments):
+        raise InvalidInputError(
+            f"input directory {found.uri} mixes partition folders (name=value) with other sub-folders (e.g. "
+            f"{plain[0]!r}): give the partitioned part, or the other files, as an input of its own")
+    return bool(plain)
+
+
 def _read_with_spark(spark: SparkSession, lister: _Lister, found: InputFiles) -> DataFrame:
     from pyspark.sql import functions as F
     from pyspark.sql.types import StringType, StructField, StructType, TimestampNTZType, TimestampType
@@ -367,10 +382,13 @@ def _read_with_spark(spark: SparkSession, lister: _Lister, found: InputFiles) ->
     # a file or a directory as it is (Spark lists a directory as it lists its jobs' output, partition folders
     # included); a glob as Hadoop's globs match it, or, for a local path, the files it matched
     paths = list(found.files) if found.kind == "glob" and "://" not in found.uri else [found.path]
+    reader = spark.read
+    if found.kind == "directory" and _nested_plain_folders(found):
+        reader = reader.option("recursiveFileLookup", "true")  # every file listed, as the pyarrow path reads them
     if found.format == "parquet":
         # every file's footer, not only the first: a column only later files carry reaches the write (which
         # refuses columns the table lacks by name) instead of being dropped
-        df = spark.read.option("mergeSchema", "true").parquet(*paths)
+        df = reader.option("mergeSchema", "true").parquet(*paths)
         return df.select(*[
             F.col(f"`{f.name}`").cast(TimestampType()).alias(f.name) if isinstance(f.dataType, TimestampNTZType)
             else F.col(f"`{f.name}`") for f in df.schema.fields
@@ -379,17 +397,17 @@ def _read_with_spark(spark: SparkSession, lister: _Lister, found: InputFiles) ->
     if found.format == "json":
         # the types come from the first MiB; a field that appears only later must not be dropped: Spark's own
         # inference over all records names every top-level field
-        extra = [n for n in spark.read.options(mode="FAILFAST").json(paths).schema.fieldNames()
+        extra = [n for n in reader.options(mode="FAILFAST").json(paths).schema.fieldNames()
                  if n not in schema.fieldNames()]
         if extra:
             raise InvalidInputError(
                 f"input {found.uri}: field(s) {', '.join(map(repr, extra))} appear only after the first MiB of "
                 f"{found.files[0]}; put them in the first records or give the input as parquet"
             )
-        return spark.read.schema(schema).options(mode="FAILFAST").json(paths)
+        return reader.schema(schema).options(mode="FAILFAST").json(paths)
     # CSV: every column as text, then pyarrow's conversions (the module doc)
     text = StructType([StructField(f.name, StringType()) for f in schema.fields])
-    raw = spark.read.schema(text).options(
+    raw = reader.schema(text).options(
         header="true", enforceSchema="false", mode="FAILFAST", escape='"', nullValue="\u0000"
     ).csv(paths)
     cols = []

@@ -67,6 +67,29 @@ def test_directory_written_by_spark_is_a_file_scan(spark, tmp_path: Path) -> Non
     assert _rows(df) == _rows(spark.createDataFrame(_table(40)))
 
 
+@pytest.mark.parametrize("via_storage", [False, True], ids=["spark", "storage"])
+def test_files_in_plain_sub_folders_are_read(spark, tmp_path: Path, via_storage: bool) -> None:  # type: ignore[no-untyped-def]
+    """A directory whose data files lie at its top and in sub-folders that are not partition folders is read whole
+    (Spark's listing of the directory skipped the sub-folders: their rows were not written, and the write reported
+    the smaller count); partition folders beside other sub-folders are refused, naming one."""
+    inp = tmp_path / "in"
+    (inp / "sub" / "deeper").mkdir(parents=True)
+    pq.write_table(_table(5), inp / "part-0.parquet")
+    pq.write_table(_table(5, 5), inp / "sub" / "part-1.parquet")
+    pq.write_table(_table(5, 10), inp / "sub" / "deeper" / "part-2.parquet")
+    uri = f"file://{inp}" if via_storage else str(inp)
+    assert [r[0] for r in _rows(read_input(spark, uri, via_storage=via_storage))] == [f"k{i:03d}" for i in range(15)]
+    csv = tmp_path / "csv"
+    (csv / "more").mkdir(parents=True)
+    pcsv.write_csv(_table(2), csv / "a.csv")
+    pcsv.write_csv(_table(2, 2), csv / "more" / "b.csv")
+    assert len(_rows(read_input(spark, str(csv)))) == 4
+    (inp / "p=x").mkdir()
+    pq.write_table(_table(5, 20), inp / "p=x" / "part-3.parquet")
+    with pytest.raises(InvalidInputError, match=r"mixes partition folders \(name=value\) with other sub-folders"):
+        read_input(spark, str(inp))
+
+
 def test_glob_reads_matching_files_only(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     pq.write_table(_table(5), tmp_path / "a1.parquet")
     pq.write_table(_table(5, 5), tmp_path / "a2.parquet")
