@@ -79,9 +79,15 @@ class StorageListing:
             if st.is_dir:
                 if st.name == METAFOLDER:
                     continue
-                for sub in self.storage.list(st.path, recursive=True):
-                    if not sub.is_dir:
-                        by_dir[self._rel(posixpath.dirname(sub.path))].append(FileEntry(sub.name, sub.size))
+                subs = [sub for sub in self.storage.list(st.path, recursive=True) if not sub.is_dir]
+                # another table's folder below this one (a ``.hoodie`` folder at any depth) holds none of this
+                # table's partitions: its partition folders and files are left out
+                nested = {p[: p.index(f"/{METAFOLDER}/") + 1] for p in (sub.path for sub in subs)
+                          if f"/{METAFOLDER}/" in p}
+                for sub in subs:
+                    if nested and any(sub.path.startswith(n) for n in nested):
+                        continue
+                    by_dir[self._rel(posixpath.dirname(sub.path))].append(FileEntry(sub.name, sub.size))
             else:
                 by_dir[""].append(FileEntry(st.name, st.size))
         return {

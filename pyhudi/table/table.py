@@ -83,6 +83,7 @@ class Table:
         wc = C.WriteConfig.from_options(options)
         check_schema_names(schema, f"create {uri}")
         storage, path = Storage.from_uri(uri)
+        _refuse_inside_a_table(storage, path, uri)
         # the folder's name, never the URI's tail (an s3:// URI ends with its options: ?endpoint_override=...)
         name = options.get(C.TABLE_NAME) or posixpath.basename(path.rstrip("/")) or "table"
         storage = storage.rooted(path)
@@ -365,3 +366,19 @@ class Table:
     def describe(self) -> dict[str, Any]:
         return {"path": self.base_path, "name": self.name, "type": self.config.table_type,
                 "version": self.config.table_version}
+
+
+def _refuse_inside_a_table(storage: Storage, path: str, uri: str) -> None:
+    """ConfigError when a folder above ``path`` holds a Hudi table: the outer table would list the new table's
+    partition folders as partitions of its own (Hudi's listing does), and its services would meet its ``.hoodie``."""
+    parent = posixpath.dirname(path.rstrip("/"))
+    while parent and parent not in ("/", "."):
+        meta = posixpath.join(parent, METAFOLDER)
+        if storage.exists(posixpath.join(meta, "hoodie.properties")) or storage.exists(
+                posixpath.join(meta, "hoodie.properties.backup")):
+            raise ConfigError(f"cannot create a table at {uri}: it lies inside the Hudi table at {parent}, whose "
+                              "partitions it would become; nothing was written")
+        up = posixpath.dirname(parent)
+        if up == parent:
+            break
+        parent = up

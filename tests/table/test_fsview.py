@@ -255,3 +255,29 @@ def test_as_of_on_a_loaded_view(fixture_tables: dict[str, Path]) -> None:
     assert a == b and all(p.split("_")[-1] <= early + ".parquet" for p in a)
     assert len(a) == 3
     assert view.at(None) is view
+
+
+def test_a_table_inside_a_partition_folder_is_not_part_of_the_outer_table(tmp_path: Path) -> None:
+    """Another table's folder below a table (made by another tool: pyhudi refuses to create one there) holds none
+    of the outer table's partitions: its partition folders, files and ``.hoodie`` are left out of the listing (its
+    metadata folder was taken for a partition, and the outer table's services failed)."""
+    import pyarrow as pa
+
+    from pyhudi.errors import ConfigError
+    from pyhudi.table.table import Table
+    from tests.support.fabricate import Clock, commit, make_table
+    from tests.support.storage import LOCAL
+
+    base = make_table(tmp_path / "outer")
+    clock = Clock()
+    commit(base, clock, {"region=eu": [("aaaa-0", [("k1", 1)])]})
+    before = StorageListing(LOCAL, base).list_partition_files()
+    inner = make_table(tmp_path / "outer" / "region=eu" / "inner")
+    commit(inner, clock, {"region=us": [("bbbb-0", [("k2", 1)])]})
+    (Path(inner) / ".hoodie" / "metadata" / "files").mkdir(parents=True)
+    (Path(inner) / ".hoodie" / "metadata" / "files" / ".hoodie_partition_metadata").write_text("x")
+    assert StorageListing(LOCAL, base).list_partition_files() == before
+    with pytest.raises(ConfigError, match=r"lies inside the Hudi table at .*outer"):
+        Table.create(str(tmp_path / "outer" / "region=eu" / "x"), pa.schema([("id", pa.string())]),
+                     {"hoodie.datasource.write.recordkey.field": "id"})
+    assert not (tmp_path / "outer" / "region=eu" / "x").exists()
