@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import click
@@ -148,6 +149,12 @@ def read(
         from pyhudi.io.storage import Storage
 
         storage, p = Storage.from_uri(output)
+        inside, base = p, t.base_path.rstrip("/")
+        if storage.is_local and t.storage.is_local:  # through symbolic links
+            inside, base = os.path.realpath(p), os.path.realpath(base)
+        if storage.scheme == t.storage.scheme and (inside == base or inside.startswith(base + "/")):
+            raise InvalidInputError(f"--output {output} lies inside the table {table}: a read writes nothing into "
+                                    "its table (the file could replace one of its data files)")
         with storage.open_output(p) as f:
             pq.write_table(data, f)
         msg = {"rows": data.num_rows, "output": output}

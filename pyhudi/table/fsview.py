@@ -82,8 +82,10 @@ class StorageListing:
                 subs = [sub for sub in self.storage.list(st.path, recursive=True) if not sub.is_dir]
                 # another table's folder below this one (a ``.hoodie`` folder at any depth) holds none of this
                 # table's partitions: its partition folders and files are left out
-                nested = {p[: p.index(f"/{METAFOLDER}/") + 1] for p in (sub.path for sub in subs)
-                          if f"/{METAFOLDER}/" in p}
+                # (below the base path only: a metadata table lives in its data table's .hoodie)
+                cut = len(self.base_path)
+                nested = {p[: p.index(f"/{METAFOLDER}/", cut) + 1] for p in (sub.path for sub in subs)
+                          if f"/{METAFOLDER}/" in p[cut:]}
                 for sub in subs:
                     if nested and any(sub.path.startswith(n) for n in nested):
                         continue

@@ -139,6 +139,14 @@ def test_read_limit_output_and_as_of(tables: dict[str, Any]) -> None:
     assert table_rows(as_of) == expected(first_model)
     assert set(as_of.column("_hoodie_commit_time").to_pylist()) == {first_instant}
 
+    # an output inside the table is refused (it replaced a base file, and the table lost rows): none is written
+    target = next(Path(base).glob("*/*.parquet"))
+    before = target.read_bytes()
+    for inside in (target, Path(base) / "a" / "new.parquet"):
+        r = run_cli("read", base, "--limit", "1", "--output", str(inside))
+        assert r.returncode == 1 and "lies inside the table" in r.stderr, r.stderr
+    assert target.read_bytes() == before and not (Path(base) / "a" / "new.parquet").exists()
+
 
 
 def test_timeline_text_and_json(tables: dict[str, Any]) -> None:
