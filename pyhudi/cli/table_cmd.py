@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import Any
 
@@ -88,9 +89,17 @@ def write(
     spark = get_spark(data_source=False, short_job=size is not None and size <= SHORT_JOB_INPUT_BYTES)
 
     df = read_input(spark, input_path, input_format)  # read in Spark tasks, never on the driver
+    created = not Table.exists(table)
+    folder_existed = Table.folder_exists(table)
     t = Table.for_dataframe(table, df, opts)
-    with read_errors():  # an input file that fails to read in the write's first job is named
-        result = t.write(df, operation=operation, options=opts, progress=not as_json)
+    try:
+        with read_errors():  # an input file that fails to read in the write's first job is named
+            result = t.write(df, operation=operation, options=opts, progress=not as_json)
+    except BaseException:
+        if created:  # bad input leaves no table behind, so the corrected command can create it
+            with contextlib.suppress(Exception):  # never in place of the write's own error
+                t.drop_if_untouched(remove_folder=not folder_existed)
+        raise
     d = result.to_dict()
     if as_json:
         emit_json(d)

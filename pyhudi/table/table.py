@@ -66,6 +66,28 @@ class Table:
             posixpath.join(meta, "hoodie.properties.backup")
         )
 
+    @staticmethod
+    def folder_exists(uri: str) -> bool:
+        """Whether ``uri`` names an existing folder (a table or not)."""
+        storage, path = Storage.from_uri(uri)
+        return storage.exists(path)
+
+    def drop_if_untouched(self, *, remove_folder: bool) -> bool:
+        """Undo :meth:`create` when nothing was written since: no instant of any state on the timeline and no file
+        outside ``.hoodie``. Deletes the table's ``.hoodie`` (and its folder, ``remove_folder``, once empty);
+        returns whether it did. Used when the first write of a new table refused its input."""
+        if list(self.timeline()):
+            return False
+        meta = posixpath.join(self.base_path, METAFOLDER)
+        others = [st for st in self.storage.list(self.base_path) if st.path.rstrip("/") != meta]
+        if others:
+            return False
+        self.storage.delete(meta)
+        if remove_folder and not self.storage.list(self.base_path):
+            # the table's rooted storage refuses its own folder: the empty folder goes through the file system
+            self.storage.fs.delete_dir(self.base_path)
+        return True
+
     @classmethod
     def open(cls, uri: str) -> Table:
         storage, path = Storage.from_uri(uri)

@@ -263,8 +263,15 @@ def test_cli_rejects_and_writes_nothing(table: str, tmp_path: Path) -> None:
     fresh = d / "merge_target"
     commands["operation_option_merge"] = ["write", str(fresh), "--input", str(d / "new.parquet"), *CLI_KEYS,
                                           "--option", "hoodie.datasource.write.operation=merge"]
+    pq.write_table(_null_key(), d / "null_key.parquet")
+    for name, bad in {"new_table_wrong_key": [d / "new.parquet", "--record-key", "idd"],
+                      "new_table_null_key": [d / "null_key.parquet", "--record-key", "id"]}.items():
+        commands[name] = ["write", str(d / name), "--input", str(bad[0]), *bad[1:], "--partition-field", "p",
+                          "--ordering-field", "ts"]
     results = run_cli_concurrently(commands)
     assert tree(table) == before
+    for name in ("new_table_wrong_key", "new_table_null_key"):  # the first write of a new table: no table is left
+        assert results[name].returncode == 1 and not (d / name).exists(), (name, results[name].stderr[-2000:])
 
     problems = {}
     for case in [*CLI_CASES, *DIR_CASES]:
