@@ -36,6 +36,13 @@ class _Cli(click.Group):
                 emit_json({"error": msg, "type": type(e).__name__})
             click.echo(f"error: {msg}", err=True)
             sys.exit(1)
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except Exception as e:  # unexpected: its traceback follows on stderr (exit 1); --json still gets its object
+            if _wants_json(ctx):
+                first = (str(e).strip().splitlines() or [""])[0]
+                emit_json({"error": redact_uri_secrets(f"{type(e).__name__}: {first}"), "type": type(e).__name__})
+            raise
         finally:
             if set_here:
                 os.environ.pop(ENV_QUIET_TASK_FAILURES, None)

@@ -536,9 +536,12 @@ def input_error(e: BaseException) -> InvalidInputError | None:
         causes = [ln.split(":", 1)[1].strip() for ln in text.splitlines() if ln.startswith("Caused by:")]
         cause = causes[-1] if causes else _first_line(e)
         return InvalidInputError(f"cannot read input file {m.group(1)}: {cause}")
-    m = re.search(r"\[(CANNOT_READ_FILE_FOOTER|PATH_NOT_FOUND|UNABLE_TO_INFER_SCHEMA)\][^\n]*", text)
+    m = re.search(r"\[(CANNOT_READ_FILE_FOOTER|PATH_NOT_FOUND|UNABLE_TO_INFER_SCHEMA|CANNOT_MERGE_SCHEMAS|"
+                  r"CANNOT_MERGE_INCOMPATIBLE_DATA_TYPE)\][^\n]*", text)
     if m:
-        return InvalidInputError(f"cannot read input: {m.group(0)}")
+        hint = (" (the input's files disagree on a column's type: give files of one schema, or write them one "
+                "at a time)" if "MERGE" in m.group(1) else "")
+        return InvalidInputError(f"cannot read input: {m.group(0).rstrip(':')}{hint}")
     return None
 
 

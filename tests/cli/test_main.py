@@ -42,3 +42,22 @@ def test_an_error_leaves_a_session_the_command_did_not_start_logging(  # type: i
                                         "--ordering-field", "ts"])
     assert res.exit_code == 1 and "error:" in res.output, res.output
     assert quieted == []
+
+
+def test_json_output_gets_an_object_for_an_unexpected_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--json`` promises a JSON object as the last line of stdout: an error that is not pyhudi's own (a bug, or
+    a library's error pyhudi does not translate) still gets one, and still fails the command with its traceback."""
+    import json
+
+    from pyhudi.table.table import Table
+
+    def boom(*_a: object, **_k: object) -> None:
+        raise RuntimeError("something unexpected\nsecond line")
+
+    monkeypatch.setattr(Table, "open", boom)
+    args = ["clean", str(tmp_path / "t"), "--json"]
+    monkeypatch.setattr("sys.argv", ["pyhudi", *args])  # how the command tells that --json was asked for
+    res = CliRunner().invoke(cli.main, args)
+    assert res.exit_code == 1 and isinstance(res.exception, RuntimeError)
+    assert json.loads(res.stdout.strip().splitlines()[-1]) == {"error": "RuntimeError: something unexpected",
+                                                               "type": "RuntimeError"}
