@@ -620,6 +620,11 @@ class WriteTransaction:
         done = []
         for inst in tl.by_action(COMPACTION).pending():
             t = inst.requested_time
+            status = writer_status(self.storage, self.base_path, t, self.concurrency.heartbeat)
+            if not status.is_dead:  # a compaction runs under a heartbeat: this one is not dead
+                raise ConcurrentWriterError(
+                    f"{self.base_path}: compaction {t} is running in another process ({status.reason}); it is "
+                    "run again only once its heartbeat has expired or its process is gone")
             delete_attempt_files(self.storage, self.base_path, t)
             writer = MetadataWriter(self.storage, self.base_path, self.config())
             if writer.exists:
@@ -642,13 +647,23 @@ class WriteTransaction:
                 writer.data_config = self.config()
                 writer.apply_commit(instant, metadata, column_stats=decode_cells(cells))
 
-        return execute_compaction(
-            spark, self.storage, self.base_path, cfg, tl, t,
-            parquet_options={**wc_opts, C.PARQUET_COMPRESSION: codec},
-            parallelism=parallelism or max(2, spark.sparkContext.defaultParallelism),
-            on_commit=on_commit, completion_time=lambda now: self.gen.next(floor=now.latest_time()),
-            fault=self.fault_spec, stats_columns=stats_columns,
-        )
+        # the compaction's heartbeat, as a write's: another process resumes it only once it is dead
+        heartbeat = Heartbeat(self.storage, self.base_path, t, self.concurrency.heartbeat)
+        heartbeat.beat()
+        heartbeat.start()
+        try:
+            done = execute_compaction(
+                spark, self.storage, self.base_path, cfg, tl, t,
+                parquet_options={**wc_opts, C.PARQUET_COMPRESSION: codec},
+                parallelism=parallelism or max(2, spark.sparkContext.defaultParallelism),
+                on_commit=on_commit, completion_time=lambda now: self.gen.next(floor=now.latest_time()),
+                fault=self.fault_spec, stats_columns=stats_columns,
+            )
+        except BaseException:
+            heartbeat.abort()
+            raise
+        heartbeat.stop()
+        return done
 
     def clean(self, retained: int) -> Instant | None:
         """Clean with KEEP_LATEST_COMMITS (the metadata table records the deletions first); the caller holds the

@@ -69,3 +69,46 @@ def test_clean_command(spark, tmp_path: Path) -> None:  # type: ignore[no-untype
     assert table_rows(hudi_rs_read(base)) == expected(model)
     r = run_cli("clean", base, "--option", "hoodie.cleaner.commits.retained=1")
     assert r.returncode == 0 and "nothing to clean" in r.stdout
+
+
+def test_a_running_compaction_is_not_run_again_by_another_process(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A compaction runs under a heartbeat, as a write does: a second ``pyhudi compact`` while the first one is
+    still running refuses to take over its instant (it deleted the running compaction's files and ran it again,
+    and the first then rewrote files of a completed instant). The first completes; the table reads as written."""
+    import subprocess
+    import time
+
+    from pyhudi.faults import ENV as FAULT_ENV
+    from pyhudi.faults import RELEASE_ENV
+    from tests.support.robust import PYHUDI, cli_env
+
+    base = str(tmp_path / "t")
+    mor = {**OPTS, "hoodie.table.type": "MERGE_ON_READ", "hoodie.parquet.small.file.limit": "0",
+           "hoodie.compact.inline": "false"}
+    model: dict = {}
+    for ts in (1, 2):  # the second upsert's updates go to log files
+        batch = rows(range(10), ts=ts, v=float(ts))
+        Table.for_dataframe(base, spark.createDataFrame(to_arrow(batch)), mor).write(
+            spark.createDataFrame(to_arrow(batch)), "upsert", mor)
+        apply(model, "upsert", batch)
+    release = tmp_path / "release"
+    env = cli_env(**{FAULT_ENV: "wait_compaction.before_complete", RELEASE_ENV: str(release)})
+    with (tmp_path / "first.log").open("w") as log:
+        first = subprocess.Popen([PYHUDI, "compact", base, "--json"], stdout=log, stderr=subprocess.STDOUT, env=env)
+        try:
+            deadline = time.monotonic() + 300
+            while not Path(f"{release}.waiting").exists():
+                assert first.poll() is None and time.monotonic() < deadline, (tmp_path / "first.log").read_text()
+                time.sleep(0.2)
+            second = run_cli("compact", base, "--json")
+        finally:
+            release.touch()
+            first.wait(timeout=600)
+    assert second.returncode == 1 and "compaction" in second.stderr and "running" in second.stderr, second.stderr[-2000:]
+    assert first.returncode == 0, (tmp_path / "first.log").read_text()[-3000:]
+    (t,) = json.loads((tmp_path / "first.log").read_text().strip().splitlines()[-1])["compaction_instants"]
+    done = Table.open(base).timeline().get(t)
+    assert done is not None and done.is_completed  # completed as a commit, as Hudi completes compactions
+    assert table_rows(hudi_rs_read(base)) == expected(model)
+    v = run_cli("validate", base, "--json")
+    assert v.returncode == 0, v.stdout[-2000:]

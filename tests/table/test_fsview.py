@@ -281,3 +281,14 @@ def test_a_table_inside_a_partition_folder_is_not_part_of_the_outer_table(tmp_pa
         Table.create(str(tmp_path / "outer" / "region=eu" / "x"), pa.schema([("id", pa.string())]),
                      {"hoodie.datasource.write.recordkey.field": "id"})
     assert not (tmp_path / "outer" / "region=eu" / "x").exists()
+
+
+def test_a_metadata_table_inside_its_data_tables_hoodie_is_listed(tmp_path: Path) -> None:
+    """The metadata table lives in its data table's ``.hoodie``: the nested-table rule looks below the listed
+    table's own folder only (a check on the whole path left the metadata table with no partitions)."""
+    from tests.support.fixtures import unzip_table
+    from tests.support.storage import LOCAL
+
+    base = unzip_table("cow_v9_txns_simple_meta.zip", tmp_path)
+    mdt = StorageListing(LOCAL, f"{base}/.hoodie/metadata").list_partition_files()
+    assert mdt.get("files")
