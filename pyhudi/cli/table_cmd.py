@@ -89,16 +89,18 @@ def write(
     spark = get_spark(data_source=False, short_job=size is not None and size <= SHORT_JOB_INPUT_BYTES)
 
     df = read_input(spark, input_path, input_format)  # read in Spark tasks, never on the driver
-    created = not Table.exists(table)
+    # a new table (not even a .hoodie folder before): bad input leaves none behind, so the corrected command can
+    # create it
+    created = not Table.folder_exists(table, ".hoodie")
     folder_existed = Table.folder_exists(table)
     t = Table.for_dataframe(table, df, opts)
     try:
         with read_errors():  # an input file that fails to read in the write's first job is named
             result = t.write(df, operation=operation, options=opts, progress=not as_json)
     except BaseException:
-        if created:  # bad input leaves no table behind, so the corrected command can create it
+        if created:
             with contextlib.suppress(Exception):  # never in place of the write's own error
-                t.drop_if_untouched(remove_folder=not folder_existed)
+                _drop_new_table(t, opts, remove_folder=not folder_existed)
         raise
     d = result.to_dict()
     if as_json:
@@ -158,9 +160,10 @@ def read(
         from pyhudi.io.storage import Storage
 
         storage, p = Storage.from_uri(output)
-        inside, base = p, t.base_path.rstrip("/")
+        inside, base = p, t.base_path
         if storage.is_local and t.storage.is_local:  # through symbolic links
             inside, base = os.path.realpath(p), os.path.realpath(base)
+        base = base.rstrip("/")
         if storage.scheme == t.storage.scheme and (inside == base or inside.startswith(base + "/")):
             raise InvalidInputError(f"--output {output} lies inside the table {table}: a read writes nothing into "
                                     "its table (the file could replace one of its data files)")
@@ -332,3 +335,14 @@ def index_stats(table: str, as_json: bool) -> None:
     else:
         for k, v in stats.items():
             click.echo(f"{k}: {v}")
+
+
+def _drop_new_table(t: Any, opts: dict[str, str], *, remove_folder: bool) -> None:
+    """Remove the table this command created and failed to write into, unless another writer is at work on it (a
+    heartbeat that is not dead: its instant may not be on the timeline yet)."""
+    from pyhudi.txn.heartbeat import HeartbeatConfig, heartbeat_instants, writer_status
+
+    hb = HeartbeatConfig.from_options(opts)
+    if any(not writer_status(t.storage, t.base_path, i, hb).is_dead for i in heartbeat_instants(t.storage, t.base_path)):
+        return
+    t.drop_if_untouched(remove_folder=remove_folder)

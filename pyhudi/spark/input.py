@@ -360,13 +360,24 @@ def _spark_schema(schema: pa.Schema) -> Any:
     return from_arrow_schema(pa.schema(fields), prefer_timestamp_ntz=False)
 
 
+def _path_part(p: str) -> str:
+    """``p`` without its scheme and authority, normalised: Hadoop's listing spells the paths of ``file:///x`` as
+    ``file:/x`` and adds the name node to ``hdfs:///x``."""
+    m = re.match(r"[A-Za-z][A-Za-z0-9+.-]*:(//[^/]*)?", p)
+    return posixpath.normpath("/" + (p[m.end():] if m else p).lstrip("/"))
+
+
 def _nested_plain_folders(found: InputFiles) -> bool:
     """Whether a directory input holds data files in sub-folders that are not partition folders (``name=value``):
     Spark's listing of a directory skips those (their rows were silently not written), so they are read with
     ``recursiveFileLookup``. Partition folders mixed with other sub-folders are refused: read recursively, their
     ``name=value`` columns would be lost."""
-    root = found.path.rstrip("/")
-    segments = [seg for f in found.files for seg in posixpath.dirname(f)[len(root):].strip("/").split("/") if seg]
+    root = _path_part(found.path)
+    segments = []
+    for f in found.files:
+        rel = posixpath.relpath(_path_part(posixpath.dirname(f)), root)
+        if rel != "." and not rel.startswith(".."):
+            segments += [seg for seg in rel.split("/") if seg]
     plain = [seg for seg in segments if "=" not in seg]
     if plain and len(plain) < len(segments):
         raise InvalidInputError(

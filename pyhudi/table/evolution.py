@@ -166,8 +166,9 @@ def check_distinct_names(names: list[str], where: str, prefix: str = "") -> None
 
 def check_avro_name(name: str, where: str, prefix: str = "") -> None:
     """InvalidInputError when a column (or struct field) ``name`` is not a legal Avro name: a table's schema is
-    Avro, and Avro's parser (Apache Hudi's, hudi-rs's) refuses the schema of a table holding one. The rule is
-    Avro Java's: a letter or ``_``, then letters, digits and ``_`` (Hudi's Spark writer refuses the others)."""
+    Avro, and Avro's parser refuses the schema of a table holding one. The rule is Avro Java's (Apache Hudi's): a
+    letter or ``_``, then letters, digits and ``_``, letters of any script (hudi-rs's parser takes ASCII ones
+    only)."""
     if name and (name[0].isalpha() or name[0] == "_") and all(c.isalpha() or c.isdecimal() or c == "_" for c in name):
         return
     raise InvalidInputError(

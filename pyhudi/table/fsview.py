@@ -80,14 +80,16 @@ class StorageListing:
                 if st.name == METAFOLDER:
                     continue
                 subs = [sub for sub in self.storage.list(st.path, recursive=True) if not sub.is_dir]
-                # another table's folder below this one (a ``.hoodie`` folder at any depth) holds none of this
-                # table's partitions: its partition folders and files are left out
-                # (below the base path only: a metadata table lives in its data table's .hoodie)
+                # a ``.hoodie`` folder at any depth below the base path (not above it: a metadata table lives in its
+                # data table's) is another table's: left out, and so is everything in that table's folder, unless
+                # the folder is also one of this table's partitions (as Hudi's listing, which keeps those)
                 cut = len(self.base_path)
-                nested = {p[: p.index(f"/{METAFOLDER}/", cut) + 1] for p in (sub.path for sub in subs)
-                          if f"/{METAFOLDER}/" in p[cut:]}
+                meta = f"/{METAFOLDER}/"
+                roots = {p[: p.index(meta, cut) + 1] for p in (sub.path for sub in subs) if meta in p[cut:]}
+                if roots:
+                    roots -= {posixpath.dirname(sub.path) + "/" for sub in subs if is_partition_metafile(sub.name)}
                 for sub in subs:
-                    if nested and any(sub.path.startswith(n) for n in nested):
+                    if meta in sub.path[cut:] or any(sub.path.startswith(r) for r in roots):
                         continue
                     by_dir[self._rel(posixpath.dirname(sub.path))].append(FileEntry(sub.name, sub.size))
             else:

@@ -67,10 +67,10 @@ class Table:
         )
 
     @staticmethod
-    def folder_exists(uri: str) -> bool:
-        """Whether ``uri`` names an existing folder (a table or not)."""
+    def folder_exists(uri: str, sub: str = "") -> bool:
+        """Whether ``uri`` (or its folder ``sub``, e.g. ``.hoodie``) exists, a table or not."""
         storage, path = Storage.from_uri(uri)
-        return storage.exists(path)
+        return storage.exists(posixpath.join(path, sub) if sub else path)
 
     def drop_if_untouched(self, *, remove_folder: bool) -> bool:
         """Undo :meth:`create` when nothing was written since: no instant of any state on the timeline and no file
@@ -396,8 +396,12 @@ def _refuse_inside_a_table(storage: Storage, path: str, uri: str) -> None:
     parent = posixpath.dirname(path.rstrip("/"))
     while parent and parent not in ("/", "."):
         meta = posixpath.join(parent, METAFOLDER)
-        if storage.exists(posixpath.join(meta, "hoodie.properties")) or storage.exists(
-                posixpath.join(meta, "hoodie.properties.backup")):
+        try:
+            inside = storage.exists(posixpath.join(meta, "hoodie.properties")) or storage.exists(
+                posixpath.join(meta, "hoodie.properties.backup"))
+        except (OSError, PyHudiError):  # a folder the caller may not read (an object store's prefix permissions)
+            inside = False
+        if inside:
             raise ConfigError(f"cannot create a table at {uri}: it lies inside the Hudi table at {parent}, whose "
                               "partitions it would become; nothing was written")
         up = posixpath.dirname(parent)

@@ -100,6 +100,7 @@ from pyhudi.txn.heartbeat import (
     HeartbeatConfig,
     delete_heartbeat,
     heartbeat_instants,
+    heartbeat_path,
     writer_status,
 )
 from pyhudi.txn.lock import LockProvider, lock_provider
@@ -166,10 +167,13 @@ def resolve_options(config: TableConfig, options: Mapping[str, Any] | None, time
         fixed[C.ORDERING_FIELDS] = ",".join(config.ordering_fields)
     if config.key_generator_type:
         fixed[C.KEYGENERATOR_TYPE] = config.key_generator_type
+    elif config.key_generator_class:  # a table that records its class only: the class decides the key encoding
+        fixed[C.KEYGENERATOR_CLASS] = config.key_generator_class
     if config.record_merge_mode:
         fixed[C.RECORD_MERGE_MODE] = config.record_merge_mode
     # a non-partitioned table's key generator takes no partition field: one given is ignored, as Hudi does
-    checked = (C.RECORDKEY_FIELD,) if config.key_generator_type in ("NON_PARTITION", "NON_PARTITIONED") else (
+    table_keygen = config.key_generator_type or C.KEYGEN_CLASS_TYPES.get((config.key_generator_class or "").strip())
+    checked = (C.RECORDKEY_FIELD,) if table_keygen in ("NON_PARTITION", "NON_PARTITIONED") else (
         C.RECORDKEY_FIELD, C.PARTITIONPATH_FIELD)
     for k, v in fixed.items():
         given = o.get(k)
@@ -610,7 +614,15 @@ class WriteTransaction:
         tl = self.timeline()
         t = self.gen.next(floor=tl.latest_time())
         view = table_view(self.storage, self.base_path, self.config(), tl)
-        if schedule_compaction(tl, view, t) is None:
+        # the heartbeat before the plan: another process never sees this compaction without one
+        Heartbeat(self.storage, self.base_path, t, self.concurrency.heartbeat).beat()
+        try:
+            scheduled = schedule_compaction(tl, view, t)
+        except BaseException:
+            delete_heartbeat(self.storage, self.base_path, t)
+            raise
+        if scheduled is None:
+            delete_heartbeat(self.storage, self.base_path, t)
             return None
         return self._run_compaction(spark, tl.reload(), t, parallelism)
 
@@ -620,8 +632,11 @@ class WriteTransaction:
         done = []
         for inst in tl.by_action(COMPACTION).pending():
             t = inst.requested_time
-            status = writer_status(self.storage, self.base_path, t, self.concurrency.heartbeat)
-            if not status.is_dead:  # a compaction runs under a heartbeat: this one is not dead
+            # pyhudi's compactions keep a heartbeat: one whose heartbeat is not dead runs in another process. One
+            # without a heartbeat file (Apache Hudi keeps none for compactions) is run again, as before
+            status = (writer_status(self.storage, self.base_path, t, self.concurrency.heartbeat)
+                      if self.storage.exists(heartbeat_path(self.base_path, t)) else None)
+            if status is not None and not status.is_dead:
                 raise ConcurrentWriterError(
                     f"{self.base_path}: compaction {t} is running in another process ({status.reason}); it is "
                     "run again only once its heartbeat has expired or its process is gone")

@@ -277,6 +277,10 @@ def test_a_table_inside_a_partition_folder_is_not_part_of_the_outer_table(tmp_pa
     (Path(inner) / ".hoodie" / "metadata" / "files").mkdir(parents=True)
     (Path(inner) / ".hoodie" / "metadata" / "files" / ".hoodie_partition_metadata").write_text("x")
     assert StorageListing(LOCAL, base).list_partition_files() == before
+    # a .hoodie right in one of this table's partition folders: the partition keeps its files, as in Hudi
+    (Path(base) / "region=eu" / ".hoodie" / "timeline").mkdir(parents=True)
+    (Path(base) / "region=eu" / ".hoodie" / "hoodie.properties").write_text("x")
+    assert StorageListing(LOCAL, base).list_partition_files() == before
     with pytest.raises(ConfigError, match=r"lies inside the Hudi table at .*outer"):
         Table.create(str(tmp_path / "outer" / "region=eu" / "x"), pa.schema([("id", pa.string())]),
                      {"hoodie.datasource.write.recordkey.field": "id"})
