@@ -251,3 +251,17 @@ def test_input_bytes_before_any_session(tmp_path: Path) -> None:
     assert input_bytes(str(tmp_path / "missing")) is None  # the read reports it
     assert input_bytes(f"file://{d}") == sum(sizes)
     assert input_bytes("s3://bucket/in/?endpoint_override=127.0.0.1:1") is None  # no listing of object stores here
+
+
+def test_sub_folders_are_judged_on_paths_without_scheme_and_authority() -> None:
+    """Hadoop's listing spells ``file:///x`` as ``file:/x`` and adds the name node to ``hdfs:///x``: sub-folders
+    are found below the input's path however its files are spelled."""
+    from pyhudi.spark.input import InputFiles, _nested_plain_folders, _path_part
+
+    for p in ("file:///x/y", "file:/x/y", "hdfs://nn:8020/x/y", "hdfs:///x/y", "/x/y/", "/x//y"):
+        assert _path_part(p) == "/x/y", p
+    plain = InputFiles("file:///in", "parquet", "file:///in", ("file:/in/a.parquet", "file:/in/s/b.parquet"), "directory")
+    assert _nested_plain_folders(plain)
+    parts = InputFiles("hdfs:///in", "parquet", "hdfs:///in",
+                       ("hdfs://nn:8020/in/p=1/a.parquet", "hdfs://nn:8020/in/p=2/b.parquet"), "directory")
+    assert not _nested_plain_folders(parts)
