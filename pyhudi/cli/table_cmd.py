@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import posixpath
 from typing import Any
 
 import click
@@ -157,14 +158,13 @@ def read(
     if output:
         import pyarrow.parquet as pq
 
-        from pyhudi.io.storage import Storage
+        from pyhudi.io.storage import Storage, is_under
 
         storage, p = Storage.from_uri(output)
-        inside, base = p, t.base_path
+        inside, base = posixpath.normpath(p), posixpath.normpath(t.base_path)
         if storage.is_local and t.storage.is_local:  # through symbolic links
             inside, base = os.path.realpath(p), os.path.realpath(base)
-        base = base.rstrip("/")
-        if storage.scheme == t.storage.scheme and (inside == base or inside.startswith(base + "/")):
+        if storage.scheme == t.storage.scheme and is_under(inside, base):
             raise InvalidInputError(f"--output {output} lies inside the table {table}: a read writes nothing into "
                                     "its table (the file could replace one of its data files)")
         with storage.open_output(p) as f:

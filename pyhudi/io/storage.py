@@ -155,12 +155,12 @@ class Storage:
         if ".." in path.split("/"):
             raise UnsafePathError(path, root, "it has a '..' segment", operation)
         norm = _normalise(path)
-        if not _is_under(norm, root):
+        if not is_under(norm, root):
             raise UnsafePathError(path, root, "it lies outside the table", operation)
         if self.is_local:
             real = self._real(norm) if reading else os.path.realpath(norm)
             real_root = self._resolved_root()
-            if not _is_under(real, real_root):
+            if not is_under(real, real_root):
                 raise UnsafePathError(
                     path, root, f"it resolves through a symbolic link to {real!r}, outside the table", operation
                 )
@@ -334,8 +334,9 @@ def _normalise(path: str) -> str:
     return posixpath.normpath(path)
 
 
-def _is_under(path: str, root: str) -> bool:
-    """Is the normalised ``path`` the normalised ``root`` or inside it?"""
+def is_under(path: str, root: str) -> bool:
+    """Is the normalised ``path`` the normalised ``root`` or inside it? (Normalise both first: ``_normalise``,
+    or ``os.path.realpath`` for local paths through symbolic links.)"""
     if path == root:
         return True
     prefix = root if root.endswith("/") else root + "/"

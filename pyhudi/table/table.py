@@ -61,10 +61,7 @@ class Table:
     @staticmethod
     def exists(uri: str) -> bool:
         storage, path = Storage.from_uri(uri)
-        meta = posixpath.join(path, METAFOLDER)
-        return storage.exists(posixpath.join(meta, "hoodie.properties")) or storage.exists(
-            posixpath.join(meta, "hoodie.properties.backup")
-        )
+        return _holds_table(storage, path)
 
     @staticmethod
     def folder_exists(uri: str, sub: str = "") -> bool:
@@ -390,15 +387,20 @@ class Table:
                 "version": self.config.table_version}
 
 
+def _holds_table(storage: Storage, folder: str) -> bool:
+    """Whether ``folder`` holds a Hudi table (its properties file, or the backup a properties update leaves)."""
+    meta = posixpath.join(folder, METAFOLDER)
+    return storage.exists(posixpath.join(meta, "hoodie.properties")) or storage.exists(
+        posixpath.join(meta, "hoodie.properties.backup"))
+
+
 def _refuse_inside_a_table(storage: Storage, path: str, uri: str) -> None:
     """ConfigError when a folder above ``path`` holds a Hudi table: the outer table would list the new table's
     partition folders as partitions of its own (Hudi's listing does), and its services would meet its ``.hoodie``."""
     parent = posixpath.dirname(path.rstrip("/"))
     while parent and parent not in ("/", "."):
-        meta = posixpath.join(parent, METAFOLDER)
         try:
-            inside = storage.exists(posixpath.join(meta, "hoodie.properties")) or storage.exists(
-                posixpath.join(meta, "hoodie.properties.backup"))
+            inside = _holds_table(storage, parent)
         except (OSError, PyHudiError):  # a folder the caller may not read (an object store's prefix permissions)
             inside = False
         if inside:

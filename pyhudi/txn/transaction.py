@@ -615,16 +615,17 @@ class WriteTransaction:
         t = self.gen.next(floor=tl.latest_time())
         view = table_view(self.storage, self.base_path, self.config(), tl)
         # the heartbeat before the plan: another process never sees this compaction without one
-        Heartbeat(self.storage, self.base_path, t, self.concurrency.heartbeat).beat()
+        heartbeat = Heartbeat(self.storage, self.base_path, t, self.concurrency.heartbeat)
+        heartbeat.beat()
         try:
             scheduled = schedule_compaction(tl, view, t)
         except BaseException:
-            delete_heartbeat(self.storage, self.base_path, t)
+            heartbeat.stop()
             raise
         if scheduled is None:
-            delete_heartbeat(self.storage, self.base_path, t)
+            heartbeat.stop()
             return None
-        return self._run_compaction(spark, tl.reload(), t, parallelism)
+        return self._run_compaction(spark, tl.reload(), t, parallelism, heartbeat)
 
     def resume_compactions(self, spark: Any, tl: ActiveTimeline, parallelism: int = 0) -> list[Instant]:
         """Run again every pending compaction (one that died): its files and metadata-table deltacommit go first.
@@ -647,7 +648,8 @@ class WriteTransaction:
             done.append(self._run_compaction(spark, tl.reload(), t, parallelism))
         return done
 
-    def _run_compaction(self, spark: Any, tl: ActiveTimeline, t: str, parallelism: int) -> Instant:
+    def _run_compaction(self, spark: Any, tl: ActiveTimeline, t: str, parallelism: int,
+                        heartbeat: Heartbeat | None = None) -> Instant:
         cfg = self.config()
         wc_opts = {k: v for k, v in self.options.items() if k in C.BASE_FILE_OPTIONS}
         codec = str(self.options.get(C.PARQUET_COMPRESSION, C.DEFAULTS[C.PARQUET_COMPRESSION])).strip().lower()
@@ -662,9 +664,11 @@ class WriteTransaction:
                 writer.data_config = self.config()
                 writer.apply_commit(instant, metadata, column_stats=decode_cells(cells))
 
-        # the compaction's heartbeat, as a write's: another process resumes it only once it is dead
-        heartbeat = Heartbeat(self.storage, self.base_path, t, self.concurrency.heartbeat)
-        heartbeat.beat()
+        # the compaction's heartbeat, as a write's (``heartbeat``: written before the plan): another process
+        # resumes it only once it is dead
+        if heartbeat is None:
+            heartbeat = Heartbeat(self.storage, self.base_path, t, self.concurrency.heartbeat)
+            heartbeat.beat()
         heartbeat.start()
         try:
             done = execute_compaction(

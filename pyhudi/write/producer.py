@@ -281,9 +281,8 @@ class WriteProducer:
         inserts = tagged.filter(F.col(LOC_FILE_ID_COL).isNull() & (F.col(OP_COL) != OP_DELETE)).select(
             RECORD_KEY_COL, PARTITION_PATH_COL, OP_COL)
         held = index_for("RECORD_INDEX").tag(job, inserts).filter(F.col(LOC_FILE_ID_COL).isNotNull())
-        rows = held.select(RECORD_KEY_COL, LOC_PARTITION_COL, PARTITION_PATH_COL).limit(limit).collect()
-        listed = "; ".join(f"key {r[0]!r} is stored in partition {r[1]!r} (input partition {r[2]!r})" for r in rows)
-        if not rows:  # a new key arriving with two partitions in this input would be two records too
+        listed = _stored_elsewhere(held, limit)
+        if not listed:  # a new key arriving with two partitions in this input would be two records too
             twice = (inserts.groupBy(RECORD_KEY_COL).agg(F.sort_array(F.collect_set(PARTITION_PATH_COL)).alias("p"))
                      .filter(F.size("p") > 1).limit(limit).collect())
             listed = "; ".join(f"new key {r[0]!r} arrives with partitions {', '.join(map(repr, r[1]))}" for r in twice)
@@ -334,14 +333,17 @@ class WriteProducer:
             )
         index = index_for(self.cfg.index_type)
         tagged = index.tag(self.job, prepared)
-        if not index.is_global and not self.delete_all and self.job.record_index_lookup() is not None:
-            self.check_keys_stay_unique(tagged)
+        # a non-global index in a table with a record index: the keys it would write twice are refused
+        check_unique = not index.is_global and not self.delete_all and self.job.record_index_lookup() is not None
         ordered = self.cfg.event_time_ordering and bool(self.cfg.ordering_fields)
         soft_deletes = ordered and not self.delete_all and IS_DELETED_COL in prepared.columns
-        if (index.is_global and self.cfg.update_partition_path) or soft_deletes:
-            # the moves split the tagged records into several branches: look the keys up once
+        if (index.is_global and self.cfg.update_partition_path) or soft_deletes or check_unique:
+            # read more than once (the moves split the tagged records into several branches; the uniqueness check
+            # reads them before the write): look the keys up once
             tagged = tagged.persist(_storage_level())
             self.job.held.append(tagged)
+        if check_unique:
+            self.check_keys_stay_unique(tagged)
         if index.is_global:
             tagged = apply_partition_moves(
                 tagged,
@@ -721,6 +723,13 @@ def _status_storage_level() -> Any:
     from pyspark import StorageLevel
 
     return StorageLevel.DISK_ONLY
+
+
+def _stored_elsewhere(clash: DataFrame, limit: int) -> str:
+    """Up to ``limit`` tagged records of ``clash`` listed as "key 'k' is stored in partition 'a' (input partition
+    'b')", joined by "; " (empty: none)."""
+    rows = clash.select(RECORD_KEY_COL, LOC_PARTITION_COL, PARTITION_PATH_COL).limit(limit).collect()
+    return "; ".join(f"key {r[0]!r} is stored in partition {r[1]!r} (input partition {r[2]!r})" for r in rows)
 
 
 def _arrow_field(df: DataFrame, col: str) -> pa.Field:
@@ -1212,9 +1221,8 @@ class InsertOverwriteProducer(WriteProducer):
         keys = prepared.select(RECORD_KEY_COL, PARTITION_PATH_COL, OP_COL)
         tagged = index_for(self.cfg.index_type).tag(job, keys)
         clash = tagged.filter(F.col(LOC_FILE_ID_COL).isNotNull() & ~F.col(LOC_PARTITION_COL).isin(overwritten))
-        rows = clash.select(RECORD_KEY_COL, LOC_PARTITION_COL, PARTITION_PATH_COL).limit(limit).collect()
-        if rows:
-            listed = "; ".join(f"key {r[0]!r} is stored in partition {r[1]!r} (input partition {r[2]!r})" for r in rows)
+        listed = _stored_elsewhere(clash, limit)
+        if listed:
             raise InvalidInputError(
                 f"{self.cfg.operation}: {listed}, a partition this write does not overwrite; with the global index "
                 f"{self.cfg.index_type} a record key is unique in the table (upsert moves keys between partitions)"
