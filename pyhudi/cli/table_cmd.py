@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import posixpath
 from typing import Any
@@ -90,19 +89,9 @@ def write(
     spark = get_spark(data_source=False, short_job=size is not None and size <= SHORT_JOB_INPUT_BYTES)
 
     df = read_input(spark, input_path, input_format)  # read in Spark tasks, never on the driver
-    # a new table (not even a .hoodie folder before): bad input leaves none behind, so the corrected command can
-    # create it
-    created = not Table.folder_exists(table, ".hoodie")
-    folder_existed = Table.folder_exists(table)
-    t = Table.for_dataframe(table, df, opts)
-    try:
-        with read_errors():  # an input file that fails to read in the write's first job is named
-            result = t.write(df, operation=operation, options=opts, progress=not as_json)
-    except BaseException:
-        if created:
-            with contextlib.suppress(Exception):  # never in place of the write's own error
-                _drop_new_table(t, opts, remove_folder=not folder_existed)
-        raise
+    t = Table.for_dataframe(table, df, opts)  # a new table that the write fails to write into is removed again
+    with read_errors():  # an input file that fails to read in the write's first job is named
+        result = t.write(df, operation=operation, options=opts, progress=not as_json)
     d = result.to_dict()
     if as_json:
         emit_json(d)
@@ -335,14 +324,3 @@ def index_stats(table: str, as_json: bool) -> None:
     else:
         for k, v in stats.items():
             click.echo(f"{k}: {v}")
-
-
-def _drop_new_table(t: Any, opts: dict[str, str], *, remove_folder: bool) -> None:
-    """Remove the table this command created and failed to write into, unless another writer is at work on it (a
-    heartbeat that is not dead: its instant may not be on the timeline yet)."""
-    from pyhudi.txn.heartbeat import HeartbeatConfig, heartbeat_instants, writer_status
-
-    hb = HeartbeatConfig.from_options(opts)
-    if any(not writer_status(t.storage, t.base_path, i, hb).is_dead for i in heartbeat_instants(t.storage, t.base_path)):
-        return
-    t.drop_if_untouched(remove_folder=remove_folder)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import posixpath
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -32,6 +33,7 @@ from pyhudi.table.properties import (
 )
 from pyhudi.table.schema import avro_schema_json, table_schema, with_meta
 from pyhudi.table.timeline import ActiveTimeline, Instant
+from pyhudi.txn.heartbeat import HeartbeatConfig, heartbeat_instants, writer_status
 from pyhudi.txn.lock import lock_provider
 from pyhudi.txn.transaction import (
     Concurrency,
@@ -56,6 +58,9 @@ class Table:
         # every path the table writes, moves, deletes or reads must lie under its base path (also in Spark tasks)
         self.storage = storage.rooted(self.base_path)
         self.config = config
+        # set by for_dataframe when it created the table (whether the table's folder was there before): the first
+        # write undoes the creation if it fails with nothing on the timeline
+        self._created_for_write: bool | None = None
 
     # -- opening and creating -----------------------------------------------------------------------
     @staticmethod
@@ -69,10 +74,15 @@ class Table:
         storage, path = Storage.from_uri(uri)
         return storage.exists(posixpath.join(path, sub) if sub else path)
 
-    def drop_if_untouched(self, *, remove_folder: bool) -> bool:
-        """Undo :meth:`create` when nothing was written since: no instant of any state on the timeline and no file
-        outside ``.hoodie``. Deletes the table's ``.hoodie`` (and its folder, ``remove_folder``, once empty);
-        returns whether it did. Used when the first write of a new table refused its input."""
+    def _drop_new_table(self, opts: Mapping[str, str], *, remove_folder: bool) -> bool:
+        """Undo :meth:`create` when nothing was written since: no instant of any state on the timeline, no file
+        outside ``.hoodie`` and no other writer at work on the table (a heartbeat that is not dead: its instant
+        may not be on the timeline yet). Deletes the table's ``.hoodie`` (and its folder, ``remove_folder``, once
+        empty); returns whether it did."""
+        hb = HeartbeatConfig.from_options(opts)
+        if any(not writer_status(self.storage, self.base_path, i, hb).is_dead
+               for i in heartbeat_instants(self.storage, self.base_path)):
+            return False
         if list(self.timeline()):
             return False
         meta = posixpath.join(self.base_path, METAFOLDER)
@@ -127,12 +137,21 @@ class Table:
 
     @classmethod
     def for_dataframe(cls, uri: str, df: DataFrame, options: Mapping[str, str]) -> Table:
-        """The table at ``uri``, created from ``df``'s schema and ``options`` if the path holds none."""
+        """The table at ``uri``, created from ``df``'s schema and ``options`` if the path holds none. A table created
+        here is removed again if the first :meth:`write` through this object fails before anything reached the
+        timeline (bad input, a typo'd key field): the corrected write then creates it anew."""
         if cls.exists(uri):
             return cls.open(uri)
         from pyhudi.spark.session import arrow_schema
 
-        return cls.create(uri, arrow_schema(df, f"create {uri}"), options)
+        schema = arrow_schema(df, f"create {uri}")
+        # not even a .hoodie folder before: a .hoodie that was there is not pyhudi's to remove
+        new = not cls.folder_exists(uri, METAFOLDER)
+        folder_existed = cls.folder_exists(uri)
+        table = cls.create(uri, schema, options)
+        if new:
+            table._created_for_write = folder_existed
+        return table
 
     # -- metadata -----------------------------------------------------------------------------------
     @property
@@ -244,13 +263,23 @@ class Table:
         a batch committed before is skipped, ``WriteResult.skipped`` says so; see
         :func:`pyhudi.spark.streaming.foreach_batch`).
         """
-        opts = resolve_options(self.config, options, self.timeline())
+        folder_existed, self._created_for_write = self._created_for_write, None
+        opts: dict[str, str] = dict(options or {})
         try:
-            return WriteTransaction(self.storage, self.base_path, opts, progress=progress).write(
+            opts = resolve_options(self.config, options, self.timeline())
+            result = WriteTransaction(self.storage, self.base_path, opts, progress=progress).write(
                 df, operation, batch_id=batch_id
             )
-        finally:
-            self.refresh()
+        except BaseException:
+            dropped = False
+            if folder_existed is not None:
+                with contextlib.suppress(Exception):  # never in place of the write's own error
+                    dropped = self._drop_new_table(opts, remove_folder=not folder_existed)
+            if not dropped:
+                self.refresh()
+            raise
+        self.refresh()
+        return result
 
     # -- table services -----------------------------------------------------------------------------
     def clean(self, options: Mapping[str, str] | None = None) -> Instant | None:

@@ -310,3 +310,30 @@ def test_a_complex_key_too_long_is_refused_by_a_bulk_insert_before_writing(spark
     b[1]["id"] = "x" * 32764  # a key of 32,767 bytes is written
     Table.open(base).write(spark.createDataFrame(to_arrow(b)), "bulk_insert", opts)
     assert len(hudi_rs_read(base)) == 4
+
+
+def test_a_failed_first_write_through_the_api_leaves_no_table(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """``Table.for_dataframe(...).write(...)`` into a new path: a write that fails (a key field the input lacks, a
+    null key found in a write task) removes the table it created, so the corrected write creates it anew with the
+    corrected options. A table made by ``Table.create`` is the caller's and stays; so does a folder that was there."""
+    df = spark.createDataFrame(to_arrow(GOOD))
+    base = tmp_path / "new"
+    with pytest.raises(InvalidInputError, match="idd"):
+        Table.for_dataframe(str(base), df, {**OPTS, "hoodie.datasource.write.recordkey.field": "idd"}).write(
+            df, "upsert", {**OPTS, "hoodie.datasource.write.recordkey.field": "idd"})
+    assert not base.exists()
+    (tmp_path / "kept").mkdir()
+    with pytest.raises(InvalidInputError, match="null"):
+        Table.for_dataframe(str(tmp_path / "kept"), spark.createDataFrame(_null_key()), OPTS).write(
+            spark.createDataFrame(_null_key()), "upsert", OPTS)
+    assert (tmp_path / "kept").exists() and not list((tmp_path / "kept").iterdir())
+    Table.for_dataframe(str(base), df, OPTS).write(df, "upsert", OPTS)
+    model: dict = {}
+    apply(model, "upsert", GOOD)
+    assert table_rows(hudi_rs_read(base)) == expected(model)
+
+    created = tmp_path / "created"
+    Table.create(str(created), SCHEMA, OPTS)
+    with pytest.raises(InvalidInputError, match="null"):
+        Table.open(str(created)).write(spark.createDataFrame(_null_key()), "upsert", OPTS)
+    assert Table.exists(str(created))
