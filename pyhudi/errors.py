@@ -51,6 +51,22 @@ class ConcurrentWriteConflict(PyHudiError):
         )
 
 
+class ConcurrentKeyConflict(ConcurrentWriteConflict):
+    """Another write committed meanwhile and inserted keys this write inserts too (into other file groups): with
+    both committed the table would hold the keys twice."""
+
+    def __init__(self, base_path: str, instant: str, other: str, keys: list[tuple[str, str, str]]) -> None:
+        self.instant, self.other = instant, other
+        self.file_groups = sorted({(p, f) for _, p, f in keys})
+        self.keys = [k for k, _, _ in keys]
+        shown = ", ".join(f"{k!r} (in {p or '<root>'}/{f})" for k, p, f in keys[:5])
+        PyHudiError.__init__(
+            self,
+            f"{base_path}: write {instant} conflicts with {other}, committed meanwhile, which inserted the same new "
+            f"key(s): {shown}; {instant} was rolled back: retry the write (it will update them)"
+        )
+
+
 class ConcurrentSchemaConflict(ConcurrentWriteConflict):
     """Another write committed meanwhile and changed the table's schema while this write evolved it too."""
 

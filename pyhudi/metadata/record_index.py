@@ -827,6 +827,33 @@ def record_index_lookup(
     return RecordIndexLookup.from_reader(reader)
 
 
+def new_keys_held(lookup: RecordIndexLookup, status_df: Any, changed: int | None,
+                  limit: int = 5) -> list[tuple[str, str, str]]:
+    """Keys a write inserts as new records (the WriteStatus rows' inserted keys it does not also delete: not moved)
+    that ``lookup`` holds: (key, partition, file id) of up to ``limit`` of them. With ``lookup`` the record index as
+    of a commit's lock, these are keys a write that completed meanwhile inserted too. On the driver for a write of at
+    most :data:`DRIVER_UPDATE_MAX_KEYS` changed keys (``changed``), else in Spark tasks."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    if changed is not None and changed <= DRIVER_UPDATE_MAX_KEYS:
+        lists = status_df.select("partition", "file_id", "inserted_keys", "deleted_keys").toArrow()
+        keys = pa.chunked_array([b.column("key").cast(pa.string())
+                                 for b in _inserted_key_rows(iter(lists.to_batches()))], pa.string())
+        deleted = pc.list_flatten(lists.column("deleted_keys"))
+        if len(deleted):
+            keys = keys.filter(pc.invert(pc.is_in(keys, value_set=deleted.combine_chunks().cast(pa.string()))))
+        if not len(keys):
+            return []
+        found = lookup.lookup(keys.combine_chunks()).slice(0, limit)
+        return list(zip(*(found.column(c).to_pylist() for c in ("key", "partition", "file_id")), strict=True))
+    ins = status_df.select("partition", "file_id", "inserted_keys").mapInArrow(
+        _inserted_key_rows, from_arrow_schema(_INSERTED_ROWS_SCHEMA)).select("key")
+    ins = ins.join(status_df.select(F.explode("deleted_keys").alias("key")), "key", "left_anti")
+    held = tag_in_place(ins, lookup, "key", "__p", "__f").filter(F.col("__f").isNotNull()).limit(limit).collect()
+    return [(r["key"], r["__p"], r["__f"]) for r in held]
+
+
 def record_index_updates(
     storage: Storage, base_path: str, status_df: Any, spark: Any, instant: str,
     changed: int | None = None, deleted: int | None = None, locations: list[tuple[str, str]] | None = None,

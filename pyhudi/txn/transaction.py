@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 from pyhudi import config as C
 from pyhudi import faults
 from pyhudi.errors import (
+    ConcurrentKeyConflict,
     ConcurrentSchemaConflict,
     ConcurrentWriteConflict,
     ConcurrentWriterError,
@@ -52,7 +53,7 @@ from pyhudi.io.storage import Storage
 from pyhudi.metadata.indexer import build_record_index
 from pyhudi.metadata.partitions import RECORD_INDEX
 from pyhudi.metadata.reader import table_view
-from pyhudi.metadata.record_index import record_index_updates
+from pyhudi.metadata.record_index import new_keys_held, record_index_lookup, record_index_updates
 from pyhudi.metadata.writer import MetadataWriter, mdt_enabled, mdt_max_delta_commits, rli_enabled
 from pyhudi.services.archive import ArchiveResult, archive, auto_archive_enabled
 from pyhudi.services.clean import clean as run_clean
@@ -93,6 +94,7 @@ from pyhudi.table.timeline import (
     ActiveTimeline,
     Instant,
     InstantTimeGenerator,
+    Timeline,
 )
 from pyhudi.txn.conflict import completed_writes_since, find_conflict, touched_file_groups
 from pyhudi.txn.heartbeat import (
@@ -465,6 +467,7 @@ class WriteTransaction:
                                   "another writer?); the write is abandoned")
             self._check_not_turned_schema_on_read(now)
             self._check_concurrent(now, metadata, job)
+            self._check_new_keys(now, producer)
             if self._batch_committed(now):  # another attempt of this batch committed meanwhile
                 raise _BatchAlreadyCommitted(f"{self.base_path}: {self.checkpoint} was committed meanwhile")
             metadata["extraMetadata"] = {**(metadata.get("extraMetadata") or {}), **self.extra_metadata}
@@ -534,6 +537,36 @@ class WriteTransaction:
                 f"write {self.instant} ran; {self.instant} was rolled back: set {C.WRITE_CONCURRENCY_MODE}={OCC} to "
                 "write concurrently"
             )
+
+    def _check_new_keys(self, now: ActiveTimeline, producer: WriteProducer) -> None:
+        """Optimistic writers that both insert a new key, into file groups of their own (other partitions, new file
+        groups), share no file group; committed both, the table would hold the key twice (Apache Hudi's file-group
+        check lets them). With a record index, a write that looked its keys up (an upsert) looks the keys it
+        inserts up again under the lock once a write that inserted records completed since it began: one held
+        now was inserted meanwhile, and this write fails with :class:`ConcurrentKeyConflict` naming it. Tables
+        without a record index keep Hudi's behaviour."""
+        assert self.instant is not None and self.begun is not None
+        status_df = getattr(producer, "status_df", None)
+        if not self.concurrency.optimistic or not producer.uses_index or status_df is None:
+            return
+        history = self._history_since_begin(now)
+        source: Timeline = history if history is not None else now
+        inserted: dict[str, set[str]] = {}  # other instant -> the file ids it inserted into
+        for other in completed_writes_since(self.begun, now, self.instant, history):
+            md = source.read_commit_metadata(other)  # type: ignore[attr-defined]
+            fids = {str(st.get("fileId")) for sts in (md.get("partitionToWriteStats") or {}).values()
+                    for st in sts or () if st.get("numInserts")}
+            if fids:
+                inserted[f"{other.requested_time} ({other.action})"] = fids
+        if not inserted or producer.index_changes == producer.index_deletes:
+            return
+        lookup = record_index_lookup(self.storage, self.base_path, now, self.config())
+        if lookup is None:
+            return
+        held = new_keys_held(lookup, status_df, producer.index_changes)
+        if held:
+            by = next((o for o, fids in inserted.items() if held[0][2] in fids), next(iter(inserted)))
+            raise ConcurrentKeyConflict(self.base_path, self.instant, by, held)
 
     # -- failure -----------------------------------------------------------------------------------------------
     def abort(self, error: BaseException) -> None:

@@ -101,3 +101,32 @@ def test_a_log_writing_task_refuses_keys_of_another_file_group(tmp_path: Path) -
     with pytest.raises(RuntimeError, match="reached the task writing 1"):
         list(run(iter([batch])))
     assert not list(tmp_path.iterdir())
+
+
+def test_new_keys_held_on_both_paths(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """The commit-time check of optimistic writers (``new_keys_held``): a write's inserted keys that it does not
+    also delete (moved keys) and that the record index holds, the same from the driver and from Spark tasks."""
+    import pyarrow as pa
+
+    from pyhudi.io.arrow import pack_strings
+    from pyhudi.metadata.record_index import new_keys_held, record_index_lookup
+
+    base = str(tmp_path / "t")
+    first = rows(range(20))
+    Table.create(base, to_arrow(first).schema, RLI_OPTS).write(spark.createDataFrame(to_arrow(first)), "insert",
+                                                                RLI_OPTS)
+    t = Table.open(base)
+    lookup = record_index_lookup(t.storage, t.base_path, t.timeline(), t.config)
+    assert lookup is not None
+    # k003 is moved (inserted and deleted by the write), k005 and k008 are held, k100 and k101 are new
+    status = pa.table({
+        "partition": ["a", "b"], "file_id": ["f1", "f2"],
+        "inserted_keys": [pack_strings(pa.array(["k100", "k008", "k003"])), pack_strings(pa.array(["k005", "k101"]))],
+        "deleted_keys": [[], ["k003"]],
+    })
+    df = spark.createDataFrame(status.to_pandas())
+    stored = {r["id"]: r["p"] for r in first}
+    for changed in (6, record_index.DRIVER_UPDATE_MAX_KEYS + 1):
+        held = new_keys_held(lookup, df, changed, limit=10)
+        assert sorted((k, p) for k, p, _ in held) == [("k005", stored["k005"]), ("k008", stored["k008"])], changed
+    assert len(new_keys_held(lookup, df, 6, limit=1)) == 1

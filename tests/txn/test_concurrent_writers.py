@@ -283,3 +283,28 @@ def test_a_stalled_writer_rolled_back_leaves_no_files_when_it_goes_on(spark, tmp
     assert code != 0 and "left the timeline" in out, out[-3000:]
     assert data_files_with_instant(base, a_instant) == set()
     _check(base, model)
+
+
+@pytest.mark.parametrize("same_partition", [False, True])
+def test_optimistic_writers_inserting_one_new_key_the_later_fails(spark, tmp_path: Path, same_partition: bool) -> None:  # type: ignore[no-untyped-def]
+    """Two writers that both insert the same new key (into other partitions, or other file groups of one) touch no
+    common file group; with the global record index the key must still end up in one place: the later writer
+    fails at commit, naming the key and the other instant (Apache Hudi's file-group check lets both commit, and
+    the table holds the key twice)."""
+    base = str(tmp_path / "t")
+    model = _seed(spark, base)
+    a_batch = rows([100], p="a", ts=2, v=0.5)
+    b_batch = rows([100], p="a" if same_partition else "b", ts=3, v=0.25)
+    extra = {"hoodie.parquet.small.file.limit": "0"}  # inserts into new file groups: no file group in common
+    a, release = _start(tmp_path, base, "a", a_batch, *OCC, "--option", "hoodie.parquet.small.file.limit=0",
+                        fault="wait_before_commit")
+    try:
+        (a_instant,) = _pending(base)
+        b_instant = _write(spark, base, b_batch, {**OCC_OPTS, **extra})
+        apply(model, "upsert", b_batch)
+    finally:
+        code, out = _finish(a, release, tmp_path, "a")
+    assert code != 0, out[-3000:]
+    assert f"write {a_instant} conflicts with {b_instant}" in out and "k100" in out, out[-3000:]
+    assert files_with_instant(base, a_instant) == []
+    _check(base, model)
