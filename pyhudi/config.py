@@ -112,6 +112,12 @@ RECORD_MERGE_MODE = Option(
 COMBINE_BEFORE_INSERT = Option(
     "hoodie.combine.before.insert", "false",
     "Keep one record per key within an insert or bulk_insert batch.", section=_W)
+MERGE_ALLOW_DUPLICATE_ON_INSERTS = Option(
+    "hoodie.merge.allow.duplicate.on.inserts", "true",
+    "An `insert` into a file group that holds records (a small file taking inserts) keeps the stored records of "
+    "the keys it inserts again, so the key is held twice, as the insert asked and as it would be in a new file "
+    "group (Hudi's concat handle). false: such a stored record is merged with the incoming one as an upsert "
+    "merges it, within that file group only.", section=_W)
 COMBINE_BEFORE_UPSERT = Option(
     "hoodie.combine.before.upsert", "true",
     "Keep one record per key within an upsert batch (the greatest ordering value, else the last).", section=_W)
@@ -613,6 +619,7 @@ class WriteConfig:
     merge_mode: str
     combine_before_insert: bool
     combine_before_upsert: bool
+    allow_duplicate_on_inserts: bool
     update_partition_path: bool
     max_file_size: int
     small_file_limit: int
@@ -679,6 +686,7 @@ class WriteConfig:
             merge_mode=merge_mode,
             combine_before_insert=bool_option(o, COMBINE_BEFORE_INSERT),
             combine_before_upsert=bool_option(o, COMBINE_BEFORE_UPSERT),
+            allow_duplicate_on_inserts=bool_option(o, MERGE_ALLOW_DUPLICATE_ON_INSERTS),
             update_partition_path=bool_option(o, upp_key),
             max_file_size=int_option(o, PARQUET_MAX_FILE_SIZE, 1),
             small_file_limit=int_option(o, PARQUET_SMALL_FILE_LIMIT),

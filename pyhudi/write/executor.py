@@ -71,6 +71,8 @@ class WriteContext:
     parquet_options: dict[str, str]
     buckets: dict[int, Bucket]
     sort_by_key: bool = False
+    # an insert that keeps the stored records of keys it inserts again (hoodie.merge.allow.duplicate.on.inserts)
+    keep_stored: bool = False
     fault: str | None = None  # the write's fault spec (pyhudi.faults), acted on in the task
     log_schema: str | None = None  # merge-on-read: the SCHEMA header of the log blocks (pyhudi.write.append)
     stats_columns: tuple[str, ...] | None = None  # the table keeps column_stats of these columns
@@ -176,12 +178,24 @@ def _old_wins(old: pa.Table, new: pa.Table, fields: tuple[str, ...]) -> np.ndarr
 def _merge(
     ctx: WriteContext, old: pa.Table, new: pa.Table, keys: pa.Array, ops: pa.Array
 ) -> tuple[pa.Table, pa.Array, pa.Array, pa.Array]:
+    """A file group's stored records merged with the incoming ones: each stored record of a key that comes in is
+    replaced by the winning incoming record of the key (or dropped by a delete), unless it wins itself under
+    event-time ordering; incoming records of other keys are appended (all of them: a batch that was not combined
+    keeps its duplicates of new keys, as written into a new file group). An insert that keeps stored records
+    (:attr:`WriteContext.keep_stored`) appends every incoming record."""
     old_keys = old.column(RECORD_KEY_COL).combine_chunks()
-    pos = pc.index_in(old_keys, value_set=keys)  # for each stored row: index of its incoming record, or null
-    matched = pc.is_valid(pos).to_numpy(zero_copy_only=False)
-    j = pos.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
-    is_del = pc.equal(ops, OP_DELETE).to_numpy(zero_copy_only=False)
     n_old = old.num_rows
+    is_del = pc.fill_null(pc.equal(ops, OP_DELETE), False).to_numpy(zero_copy_only=False)
+    if ctx.keep_stored:
+        in_old = np.zeros(len(keys), bool)
+    else:
+        in_old = pc.is_in(keys, value_set=old_keys).to_numpy(zero_copy_only=False)
+    cand = np.flatnonzero(in_old)  # incoming records of stored keys
+    if len(cand) and pc.count_distinct(keys.take(pa.array(cand))).as_py() < len(cand):
+        cand = _winners(ctx, new, keys, cand)  # a batch not combined: one incoming record per stored key
+    pos = pc.index_in(old_keys, value_set=keys.take(pa.array(cand, pa.int64())))  # per stored row: its winner
+    matched = pc.is_valid(pos).to_numpy(zero_copy_only=False)
+    j = cand[pos.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)] if len(cand) else np.zeros(n_old, np.int64)
     take_new = matched & ~is_del[j]
     if ctx.event_time_ordering and ctx.ordering_fields and n_old:
         idx = np.flatnonzero(take_new)
@@ -189,9 +203,7 @@ def _merge(
             keep_old = _old_wins(old.take(pa.array(idx)), new.take(pa.array(j[idx])), ctx.ordering_fields)
             take_new[idx[keep_old]] = False
     dropped = matched & is_del[j]
-    seen = np.zeros(len(keys), bool)
-    seen[j[matched]] = True
-    ins = np.flatnonzero(~seen & ~is_del)
+    ins = np.flatnonzero(~in_old & ~is_del)
     # stored rows in place (replaced by incoming when it wins), then new keys appended
     src_old = np.flatnonzero(~dropped)
     new_full = _align(new.append_column(RECORD_KEY_COL, keys), old.schema)
@@ -203,8 +215,28 @@ def _merge(
     out = combined.take(pa.array(order))
     updated = old_keys.filter(pa.array(take_new))
     deleted = old_keys.filter(pa.array(dropped))
-    inserted = keys.take(pa.array(ins))
+    inserted = keys.take(pa.array(ins, pa.int64()))
     return out, inserted, updated, deleted
+
+
+def _winners(ctx: WriteContext, new: pa.Table, keys: pa.Array, rows: np.ndarray) -> np.ndarray:
+    """Of the incoming ``rows`` (positions), one per key: the greatest ordering value under event-time ordering
+    (Java's order; a null below every value), the later record on a tie or under commit-time ordering."""
+    from pyhudi.read.merge import java_order
+
+    sub = pa.table({"k": keys.take(pa.array(rows)), "i": pa.array(rows, pa.int64())})
+    sort = [("k", "ascending", "at_end")]
+    if ctx.event_time_ordering:
+        for n, f in enumerate(ctx.ordering_fields):
+            sub = sub.append_column(f"o{n}", java_order(new.column(f).combine_chunks().take(pa.array(rows))))
+            sort.append((f"o{n}", "descending", "at_end"))
+    sort.append(("i", "descending", "at_end"))
+    ordered = sub.take(pc.sort_indices(sub, sort_keys=sort))
+    k = ordered.column("k").combine_chunks()
+    first = np.ones(len(k), bool)
+    if len(k) > 1:
+        first[1:] = pc.not_equal(k.slice(1), k.slice(0, len(k) - 1)).to_numpy(zero_copy_only=False)
+    return np.sort(ordered.column("i").to_numpy()[first])
 
 
 _NEW_FLAG = "__pyhudi_new"

@@ -225,7 +225,7 @@ class WriteProducer:
         if self.delete_all:
             return ()
         present = [(f, types[data_cols.index(f)]) for f in self.cfg.ordering_fields if f in data_cols]
-        if combine:
+        if combine and self.cfg.event_time_ordering:
             return tuple(f for f, _ in present)
         if self.job.merge_on_read and self.cfg.event_time_ordering:
             return tuple(f for f, t in present if not null_ordering_compares(t, f, self.job.base_path))
@@ -257,7 +257,8 @@ class WriteProducer:
         if routing is not None:
             prepared = prepared.repartition(routing.partitions, ROUTE_COL)
         if combine:
-            order = [] if self.delete_all else [
+            # commit-time ordering: the batch's last record of a key wins, as Hudi combines with the table's merger
+            order = [] if self.delete_all or not cfg.event_time_ordering else [
                 _java_ordered(F.col(f), out_schema.field(f).type).desc_nulls_first() for f in cfg.ordering_fields]
             # one record per HoodieKey (key + partition path); per record key only with a global index
             by = [RECORD_KEY_COL] if cfg.is_global_index else [RECORD_KEY_COL, PARTITION_PATH_COL]
@@ -537,6 +538,7 @@ class WriteProducer:
             },
             buckets={b.id: b for b in buckets},
             sort_by_key=self.sort_by_key,
+            keep_stored=self.operation_type == "INSERT" and self.cfg.allow_duplicate_on_inserts,
             fault=faults.spec(self.cfg.options),
             log_schema=log_schema_json(job.data_schema, job.table_name) if job.merge_on_read else None,
             stats_columns=job.stats_columns,
@@ -772,6 +774,13 @@ def apply_partition_moves(tagged: DataFrame, update_partition_path: bool, job: W
     return rest.unionByName(delete_old).unionByName(insert_new)
 
 
+def _stored_ordering_batch(t: pa.Table, file_id: str, fields: tuple[str, ...], schema: pa.Schema) -> pa.RecordBatch:
+    """A file group's stored (key, file id, ordering values) rows (:func:`_split_movers_by_ordering`'s schema)."""
+    cols = [t.column(RECORD_KEY_COL).combine_chunks().cast(pa.string()), pa.repeat(pa.scalar(file_id), t.num_rows)]
+    cols += [t.column(f).combine_chunks().cast(schema.field(f"__old_{f}").type) for f in fields]
+    return pa.RecordBatch.from_arrays(cols, schema=schema)
+
+
 def _stored_ordering_task(storage: Any, base_path: str, fields: tuple[str, ...], schema: pa.Schema):
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import posixpath
@@ -779,11 +788,9 @@ def _stored_ordering_task(storage: Any, base_path: str, fields: tuple[str, ...],
         from pyhudi.table import base_file
 
         for b in batches:
-            for rel in b.column(0).to_pylist():
+            for fid, rel in zip(b.column(0).to_pylist(), b.column(1).to_pylist(), strict=True):
                 t = base_file.read_base_file(storage, posixpath.join(base_path, rel), columns=[RECORD_KEY_COL, *fields])
-                cols = [t.column(RECORD_KEY_COL).combine_chunks().cast(pa.string())]
-                cols += [t.column(f).combine_chunks().cast(schema.field(f"__old_{f}").type) for f in fields]
-                yield pa.RecordBatch.from_arrays(cols, schema=schema)
+                yield _stored_ordering_batch(t, fid, fields, schema)
 
     return run
 
@@ -810,9 +817,7 @@ def _stored_slice_ordering(job: WriteJob, groups: set[tuple[str, str]], fields: 
         for b in batches:
             for part, fid, rel, logs in zip(*(b.column(i).to_pylist() for i in range(4)), strict=True):
                 t = FileSliceReader(spec, SliceSpec(part, fid, rel, tuple(json.loads(logs)))).read()
-                cols = [t.column(RECORD_KEY_COL).combine_chunks().cast(pa.string())]
-                cols += [t.column(f).combine_chunks().cast(schema.field(f"__old_{f}").type) for f in fields]
-                yield pa.RecordBatch.from_arrays(cols, schema=schema)
+                yield _stored_ordering_batch(t, fid, fields, schema)
 
     src = local_frame(job.spark, rows, "partition string, file_id string, path string, logs string")
     return src.mapInArrow(run, from_arrow_schema(schema))
@@ -827,22 +832,26 @@ def _split_movers_by_ordering(job: WriteJob, movers: DataFrame) -> tuple[DataFra
     groups = {(r[0], r[1]) for r in movers.select(LOC_PARTITION_COL, LOC_FILE_ID_COL).distinct().collect()}
     if not groups:
         return movers, movers.limit(0)
-    schema = pa.schema([("__okey", pa.string())] + [(f"__old_{f}", job.data_schema.field(f).type) for f in fields])
+    schema = pa.schema([("__okey", pa.string()), ("__ofid", pa.string())]
+                       + [(f"__old_{f}", job.data_schema.field(f).type) for f in fields])
     if job.merge_on_read:  # the stored ordering values are those of the file slices read merged
         stored = _stored_slice_ordering(job, groups, fields, schema)
     else:
-        paths = [(rel,) for p, f, rel in job.latest_base_files(None) if (p, f) in groups]
-        stored = local_frame(job.spark, paths, "path string").mapInArrow(
+        paths = [(f, rel) for p, f, rel in job.latest_base_files(None) if (p, f) in groups]
+        stored = local_frame(job.spark, paths, "file_id string, path string").mapInArrow(
             _stored_ordering_task(job.storage, job.base_path, fields, schema), from_arrow_schema(schema)
         )
-    j = movers.join(stored, movers[RECORD_KEY_COL] == stored["__okey"], "left")
+    # by key and file group: under a non-global index a key may be stored in several partitions, each record
+    # ordered against its own stored one
+    j = movers.join(stored, (movers[RECORD_KEY_COL] == stored["__okey"])
+                    & (movers[LOC_FILE_ID_COL] == stored["__ofid"]), "left")
     old_wins = F.lit(False)
     for f in reversed(fields):
         t = job.data_schema.field(f).type
         o, n = _java_ordered(F.col(f"__old_{f}"), t), _java_ordered(F.col(f), t)
         gt = (o.isNotNull() & n.isNull()) | F.coalesce(o > n, F.lit(False))
         old_wins = gt | (o.eqNullSafe(n) & old_wins)
-    drop = ["__okey", *[f"__old_{f}" for f in fields]]
+    drop = ["__okey", "__ofid", *[f"__old_{f}" for f in fields]]
     return j.filter(~old_wins).drop(*drop), j.filter(old_wins).drop(*drop)
 
 

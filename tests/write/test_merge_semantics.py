@@ -1,0 +1,100 @@
+"""How an upsert or insert merges with the stored records, on both table types, read back by pyhudi and hudi-rs:
+
+- an upsert not combined (``hoodie.combine.before.upsert=false``) that names a stored key twice leaves one record of
+  it (the greatest ordering value; the later record on a tie), as Hudi's merge handle keys incoming records;
+- an ``insert`` of stored keys into a small file keeps both records of each
+  (``hoodie.merge.allow.duplicate.on.inserts``, true by default as in Hudi), as it does into a new file group;
+- a flagged delete under a non-global index is ordered against the record of its own partition;
+- commit-time ordering combines a batch by arrival (the last record wins) and takes null ordering values."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from pyhudi.metadata.validate import validate_table
+from pyhudi.table.table import Table
+
+hudi = pytest.importorskip("hudi")
+pytestmark = pytest.mark.spark
+
+SCHEMA = pa.schema([("key", pa.string()), ("ts", pa.int64()), ("part", pa.string()), ("v", pa.string()),
+                    ("_hoodie_is_deleted", pa.bool_())])
+OPTS = {"hoodie.table.name": "m", "hoodie.datasource.write.recordkey.field": "key",
+        "hoodie.datasource.write.partitionpath.field": "part", "hoodie.table.ordering.fields": "ts",
+        "hoodie.compact.inline": "false"}
+TABLE_TYPES = ["COPY_ON_WRITE", "MERGE_ON_READ"]
+
+
+def _write(spark, base: str, rows: list[dict], operation: str, opts: dict) -> None:  # type: ignore[no-untyped-def]
+    t = pa.Table.from_pylist([{"_hoodie_is_deleted": False, "part": "p", **r} for r in rows], SCHEMA)
+    Table.for_dataframe(base, spark.createDataFrame(t), opts).write(spark.createDataFrame(t), operation, opts)
+
+
+def _read(base: str) -> list[tuple]:
+    """pyhudi's and hudi-rs's rows (key, ts, part, v), asserted equal."""
+    rs = pa.Table.from_batches(list(hudi.HudiTableBuilder.from_base_uri(base).build().read(hudi.HudiReadOptions())))
+    ours = Table.open(base).to_arrow()
+
+    def rows(t: pa.Table) -> list[tuple]:
+        return sorted((r["key"], r["ts"], r["part"], r["v"]) for r in t.select(["key", "ts", "part", "v"]).to_pylist())
+
+    assert rows(ours) == rows(rs)
+    return rows(ours)
+
+
+@pytest.mark.parametrize("table_type", TABLE_TYPES)
+def test_an_upsert_not_combined_updates_a_stored_key_once(spark, tmp_path, table_type: str) -> None:  # type: ignore[no-untyped-def]
+    base = str(tmp_path / "t")
+    opts = {**OPTS, "hoodie.table.type": table_type, "hoodie.combine.before.upsert": "false"}
+    _write(spark, base, [{"key": k, "ts": 1, "v": f"{k}1"} for k in "abc"], "insert", opts)
+    _write(spark, base, [{"key": "a", "ts": 5, "v": "a5"}, {"key": "a", "ts": 3, "v": "a3"},
+                         {"key": "b", "ts": 3, "v": "b3"}, {"key": "b", "ts": 5, "v": "b5"},
+                         {"key": "c", "ts": 4, "v": "c4-first"}, {"key": "c", "ts": 4, "v": "c4-last"}], "upsert", opts)
+    assert _read(base) == [("a", 5, "p", "a5"), ("b", 5, "p", "b5"), ("c", 4, "p", "c4-last")]
+    assert validate_table(Table.open(base)).ok
+    if table_type == "MERGE_ON_READ":
+        Table.open(base).compact(opts, spark=spark)
+        assert _read(base) == [("a", 5, "p", "a5"), ("b", 5, "p", "b5"), ("c", 4, "p", "c4-last")]
+
+
+@pytest.mark.parametrize("table_type", TABLE_TYPES)
+def test_an_insert_into_a_small_file_keeps_the_stored_records(spark, tmp_path, table_type: str) -> None:  # type: ignore[no-untyped-def]
+    base = str(tmp_path / "t")
+    opts = {**OPTS, "hoodie.table.type": table_type, "hoodie.index.type": "SIMPLE", "hoodie.metadata.enable": "false"}
+    _write(spark, base, [{"key": "a", "ts": 5, "v": "a5"}, {"key": "b", "ts": 5, "v": "b5"}], "insert", opts)
+    _write(spark, base, [{"key": "a", "ts": 3, "v": "a3"}, {"key": "b", "ts": 9, "v": "b9"},
+                         {"key": "c", "ts": 1, "v": "c1"}], "insert", opts)
+    assert [f for f in (tmp_path / "t" / "p").iterdir() if f.suffix == ".parquet"]  # the small file took them
+    assert _read(base) == [("a", 3, "p", "a3"), ("a", 5, "p", "a5"), ("b", 5, "p", "b5"), ("b", 9, "p", "b9"),
+                           ("c", 1, "p", "c1")]
+    # with duplicates on inserts refused, the insert merges with the file group's stored records
+    merged = str(tmp_path / "merged")
+    opts = {**opts, "hoodie.merge.allow.duplicate.on.inserts": "false"}
+    _write(spark, merged, [{"key": "a", "ts": 5, "v": "a5"}, {"key": "b", "ts": 5, "v": "b5"}], "insert", opts)
+    _write(spark, merged, [{"key": "a", "ts": 3, "v": "a3"}, {"key": "b", "ts": 9, "v": "b9"},
+                           {"key": "c", "ts": 1, "v": "c1"}], "insert", opts)
+    assert _read(merged) == [("a", 5, "p", "a5"), ("b", 9, "p", "b9"), ("c", 1, "p", "c1")]
+
+
+@pytest.mark.parametrize("table_type", TABLE_TYPES)
+def test_a_flagged_delete_under_a_non_global_index_meets_its_own_partitions_record(spark, tmp_path, table_type: str) -> None:  # type: ignore[no-untyped-def]
+    base = str(tmp_path / "t")
+    opts = {**OPTS, "hoodie.table.type": table_type, "hoodie.index.type": "SIMPLE", "hoodie.metadata.enable": "false"}
+    _write(spark, base, [{"key": "a", "ts": 10, "part": "p1", "v": "a-p1"},
+                         {"key": "a", "ts": 1, "part": "p2", "v": "a-p2"}], "insert", opts)
+    _write(spark, base, [{"key": "a", "ts": 5, "part": "p1", "v": "del", "_hoodie_is_deleted": True},
+                         {"key": "a", "ts": 5, "part": "p2", "v": "del", "_hoodie_is_deleted": True}], "upsert", opts)
+    assert _read(base) == [("a", 10, "p1", "a-p1")]  # p1's stored record is newer than its delete; p2's is not
+
+
+@pytest.mark.parametrize("table_type", TABLE_TYPES)
+def test_commit_time_ordering_combines_by_arrival(spark, tmp_path, table_type: str) -> None:  # type: ignore[no-untyped-def]
+    base = str(tmp_path / "t")
+    opts = {**OPTS, "hoodie.table.type": table_type, "hoodie.record.merge.mode": "COMMIT_TIME_ORDERING"}
+    _write(spark, base, [{"key": "a", "ts": 5, "v": "a5"}, {"key": "b", "ts": 5, "v": "b5"}], "insert", opts)
+    _write(spark, base, [{"key": "a", "ts": 1, "v": "a1-later"}, {"key": "b", "ts": 9, "v": "b9"},
+                         {"key": "b", "ts": 2, "v": "b2-last"}], "upsert", opts)
+    assert _read(base) == [("a", 1, "p", "a1-later"), ("b", 2, "p", "b2-last")]
+    _write(spark, base, [{"key": "a", "ts": None, "v": "a-null"}], "upsert", opts)
+    assert _read(base) == [("a", None, "p", "a-null"), ("b", 2, "p", "b2-last")]
