@@ -68,15 +68,19 @@ class ConcurrentKeyConflict(ConcurrentWriteConflict):
 
 
 class ConcurrentSchemaConflict(ConcurrentWriteConflict):
-    """Another write committed meanwhile and changed the table's schema while this write evolved it too."""
+    """This write evolves the table's schema, and meanwhile another write changed it too, or a commit with a later
+    instant completed (readers take the schema of the latest instant: this write's new columns would be read by
+    none)."""
 
-    def __init__(self, base_path: str, instant: str) -> None:
-        self.instant, self.other = instant, ""
+    def __init__(self, base_path: str, instant: str, later: str | None = None) -> None:
+        self.instant, self.other = instant, later or ""
         self.file_groups = []
+        why = (f"{later}, a commit with a later instant, completed meanwhile (readers would take its schema)" if later
+               else "another write committed meanwhile changed it too")
         PyHudiError.__init__(
             self,
-            f"{base_path}: write {instant} changes the table's schema, and another write committed meanwhile "
-            f"changed it too; {instant} was rolled back: retry the write (it evolves the schema committed since)",
+            f"{base_path}: write {instant} changes the table's schema, and {why}; {instant} was rolled back: retry "
+            "the write (it evolves the schema committed since)",
         )
 
 

@@ -249,8 +249,8 @@ def resolve_schema(
     InternalSchema: a schema-on-read table, see :mod:`pyhudi.table.internal_schema`), else its Avro ``schema``. A
     table whose ``.hoodie/.schema`` holds the history of a completed commit but whose deciding commit records no
     InternalSchema is refused: which of its files hold renamed columns would be a guess. A commit whose operation
-    cannot change the schema (``WriteOperationType.canUpdateSchema``) does not decide a schema-on-read table's
-    (``TableSchemaResolver.getTableInternalSchemaFromCommitMetadata``)."""
+    cannot change the schema (``WriteOperationType.canUpdateSchema``: a compaction, clustering) does not decide
+    (``TableSchemaResolver.getLastCommitMetadataWithValidSchema``)."""
     history = valid_history_files(storage, base_path, timeline)
 
     def archived() -> Iterator[ActiveTimeline | ArchivedTimeline]:
@@ -265,14 +265,18 @@ def resolve_schema(
                        "renamed or dropped columns is unknown")
 
     for tl in itertools.chain([timeline], archived()):
+        # the latest instant decides, as Hudi's and hudi-rs's readers take it (a write that evolves the schema is
+        # refused at commit when a later instant completed meanwhile: WriteTransaction._check_schema)
         for inst in reversed(list(tl.completed_commits())):
             if as_of is not None and inst.requested_time > as_of:
                 continue
             md = tl.read_commit_metadata(inst)
+            if not can_update_schema(md):
+                # a compaction's or clustering's, planned with the schema of its time: a write that completed
+                # meanwhile may have evolved the table's (TableSchemaResolver skips them too)
+                continue
             extra = md.get("extraMetadata") or {}
             latest = extra.get(LATEST_SCHEMA_KEY)
-            if latest and not can_update_schema(md):
-                continue  # a compaction's or clustering's, which may record a version older than the table's
             if latest:
                 where = f"{base_path}: commit {inst.requested_time} (extraMetadata.{LATEST_SCHEMA_KEY})"
                 query = parse_internal_schema(latest, where)

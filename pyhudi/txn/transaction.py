@@ -518,6 +518,18 @@ class WriteTransaction:
         extra["schema"] = commit_schema_json(latest, job.table_name)
         metadata["extraMetadata"] = extra
 
+    def _check_later_instants(self, now: ActiveTimeline, job: WriteJob) -> None:
+        """A write that evolves the schema fails when a commit with a later instant completed since it began (a
+        write that began after it, a compaction planned meanwhile): readers take the schema of the commit with the
+        latest instant, so this write's new columns would be read by none. Retried, it gets a later instant."""
+        assert self.instant is not None and self.begun is not None
+        if job.base_schema is None or job.data_schema == job.base_schema:
+            return
+        before = {i.requested_time for i in self.begun.completed()}
+        later = [i for i in now.completed_commits() if i.requested_time > self.instant and i.requested_time not in before]
+        if later:
+            raise ConcurrentSchemaConflict(self.base_path, self.instant, f"{later[0].requested_time} ({later[0].action})")
+
     def _check_concurrent(self, now: ActiveTimeline, metadata: dict[str, Any],
                           job: WriteJob | None = None) -> None:
         assert self.instant is not None and self.begun is not None
@@ -529,6 +541,8 @@ class WriteTransaction:
                 raise ConcurrentWriteConflict(self.base_path, self.instant, other, sorted(groups))
             if job is not None and completed_writes_since(self.begun, now, self.instant, history):
                 self._check_schema(now, metadata, job)
+            if job is not None:
+                self._check_later_instants(now, job)
             return
         others = completed_writes_since(self.begun, now, self.instant, history)
         if others:
@@ -537,6 +551,8 @@ class WriteTransaction:
                 f"write {self.instant} ran; {self.instant} was rolled back: set {C.WRITE_CONCURRENCY_MODE}={OCC} to "
                 "write concurrently"
             )
+        if job is not None:
+            self._check_later_instants(now, job)
 
     def _check_new_keys(self, now: ActiveTimeline, producer: WriteProducer) -> None:
         """Optimistic writers that both insert a new key, into file groups of their own (other partitions, new file

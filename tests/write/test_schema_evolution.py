@@ -385,3 +385,46 @@ def test_concurrent_schema_change(spark, tmp_path: Path, a_evolves: bool) -> Non
     for r in (t.to_arrow(), hudi_rs(base)):
         assert {x["id"]: (x["ts"], x["c"]) for x in r.select(["id", "ts", "c"]).to_pylist()} == want
     assert all(i.is_completed for i in t.timeline())
+
+
+@pytest.mark.parametrize("meanwhile", ["later_writer", "compaction"])
+def test_a_column_added_while_a_later_instant_completes_is_retried(spark, tmp_path: Path, meanwhile: str) -> None:  # type: ignore[no-untyped-def]
+    """Writer A adds column d and, between its data files and its commit, a commit with a later instant completes
+    with the old schema: a writer B that began after A, or a compaction of a merge-on-read table. Readers (pyhudi,
+    hudi-rs, Hudi's) take the schema of the latest instant, so committed A's column would be read by none (it was:
+    d vanished from the table). A fails with ConcurrentSchemaConflict and is rolled back; retried, it commits d."""
+    from pyhudi import faults
+    from pyhudi.errors import ConcurrentSchemaConflict
+
+    mor = meanwhile == "compaction"
+    opts = {**OCC_OPTS, **({"hoodie.table.type": "MERGE_ON_READ", "hoodie.compact.inline": "false"} if mor else {})}
+    base = str(tmp_path / "cc")
+    t = Table.create(base, CC_SCHEMA, opts)
+    t.write(spark.createDataFrame(pa.concat_tables([_cc_rows([1, 2], DATES[0], 1), _cc_rows([3, 4], DATES[1], 1)])),
+            "insert", opts)
+    if mor:  # a log file in the other partition, for the compaction
+        Table.open(base).write(spark.createDataFrame(_cc_rows([3], DATES[1], 2)), "upsert", opts)
+    ran: list[str] = []
+
+    def other_completes(point: str) -> None:
+        if ran:
+            return
+        ran.append(point)
+        if mor:
+            assert Table.open(base).compact(opts, spark=spark)
+        else:
+            Table.open(base).write(spark.createDataFrame(_cc_rows([3], DATES[1], 2)), "upsert", opts)
+
+    a_input = spark.createDataFrame(_cc_rows([1], DATES[0], 2, d="A"))
+    with faults.inject("before_commit", other_completes):
+        with pytest.raises(ConcurrentSchemaConflict, match="a commit with a later instant, completed meanwhile"):
+            Table.open(base).write(a_input, "upsert", opts)
+    assert ran
+    assert Table.open(base).schema().names == ["id", "ts", "dt", "v"]
+    assert all(i.is_completed for i in Table.open(base).timeline())
+    Table.open(base).write(a_input, "upsert", opts)  # the retry
+    t = Table.open(base)
+    assert t.schema().names == ["id", "ts", "dt", "v", "d"]
+    want = {"k1": (2, "A"), "k2": (1, None), "k3": (2, None), "k4": (1, None)}
+    for r in (t.to_arrow(), hudi_rs(base)):
+        assert {x["id"]: (x["ts"], x["d"]) for x in r.select(["id", "ts", "d"]).to_pylist()} == want
