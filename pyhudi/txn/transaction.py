@@ -764,11 +764,19 @@ def _check_mor_write(base_path: str, config: TableConfig, wc: C.WriteConfig, opt
 
 
 # -- table services as operations of their own ---------------------------------------------------------------------
+def _service_options(options: Mapping[str, str] | None) -> dict[str, str]:
+    """A table service's options as strings; an option pyhudi knows but does not honour with the value given (a
+    cleaning policy other than KEEP_LATEST_COMMITS, ...) is refused, as for a write, before anything is done."""
+    opts = {k: str(v) for k, v in (options or {}).items()}
+    C.check_honoured(opts)
+    return opts
+
+
 def clean_table(storage: Storage, base_path: str, options: Mapping[str, str] | None = None) -> Instant | None:
     """``pyhudi clean``: roll back failed writes whose heartbeat expired (or whose process is gone), then clean
     (KEEP_LATEST_COMMITS, ``hoodie.cleaner.commits.retained``), under the table lock when the concurrency mode
     needs one. Returns the completed clean instant, None when nothing needed deleting."""
-    opts = {k: str(v) for k, v in (options or {}).items()}
+    opts = _service_options(options)
     tx = WriteTransaction(storage, base_path, opts)
     check_writable(tx.base_path, tx.config(), "cleaning", mor_supported=True, storage=tx.storage)
     with tx.lock.held():
@@ -780,7 +788,7 @@ def archive_table(storage: Storage, base_path: str, options: Mapping[str, str] |
     """``pyhudi archive``: archive the table's old instants, then its metadata table's, into their LSM timelines
     (:mod:`pyhudi.services.archive`, the rules every commit applies with ``hoodie.archive.automatic``), under the
     table lock when the concurrency mode needs one. A run that crashed is finished first."""
-    opts = {k: str(v) for k, v in (options or {}).items()}
+    opts = _service_options(options)
     tx = WriteTransaction(storage, base_path, opts)
     check_writable(tx.base_path, tx.config(), "archival", mor_supported=True, storage=tx.storage)
     with tx.lock.held():
@@ -797,7 +805,7 @@ def compact_table(storage: Storage, base_path: str, spark: Any, options: Mapping
     """``pyhudi compact``: under the table lock when the concurrency mode needs one, roll back failed writes, run
     again compactions that died, then compact every latest file slice with log files. Returns the completed
     compaction instants (empty: nothing to compact)."""
-    opts = {k: str(v) for k, v in (options or {}).items()}
+    opts = _service_options(options)
     tx = WriteTransaction(storage, base_path, opts)
     cfg = tx.config()
     check_writable(tx.base_path, cfg, "compaction", mor_supported=True, storage=tx.storage)
@@ -819,7 +827,7 @@ def rollback_write(
     """``pyhudi rollback``: roll back the pending write ``instant`` (its files, its metadata-table deltacommit, its
     timeline files), under the table lock when the concurrency mode needs one. A write that is still live (its
     heartbeat fresh, its process running) is refused."""
-    opts = {k: str(v) for k, v in (options or {}).items()}
+    opts = _service_options(options)
     tx = WriteTransaction(storage, base_path, opts)
     check_writable(tx.base_path, tx.config(), "a rollback", mor_supported=True, storage=tx.storage)
     with tx.lock.held():

@@ -150,3 +150,21 @@ def test_hudi_rs_reads_table_after_clean(tmp_path: Path) -> None:
     t = pa.Table.from_batches(hudi.HudiTableBuilder.from_base_uri(base).build().read())
     assert sorted(t.column("v").to_pylist()) == [12, 12]
     assert set(t.column("_hoodie_commit_time").to_pylist()) == {ts[-1]}
+
+
+@pytest.mark.parametrize("policy", ["KEEP_LATEST_BY_HOURS", "KEEP_LATEST_FILE_VERSIONS"])
+def test_a_cleaning_policy_pyhudi_does_not_run_is_refused(tmp_path: Path, policy: str) -> None:
+    """``Table.clean`` (and ``pyhudi clean``) with a policy other than KEEP_LATEST_COMMITS: a ConfigError naming
+    the option, nothing deleted (it cleaned by KEEP_LATEST_COMMITS, deleting versions the policy asked to keep);
+    the other services refuse it too."""
+    from pyhudi.errors import ConfigError
+    from pyhudi.table.table import Table
+
+    base, _clock, ts = _table_with_commits(tmp_path, 14)
+    before = _versions(base)
+    opts = {"hoodie.cleaner.policy": policy, "hoodie.cleaner.hours.retained": "24"}
+    t = Table.open(base)
+    for service in (t.clean, t.archive, lambda o: t.rollback(ts[-1], o)):
+        with pytest.raises(ConfigError, match=f"hoodie.cleaner.policy='{policy}'"):
+            service(opts)
+    assert _versions(base) == before
