@@ -811,7 +811,6 @@ def compact_table(storage: Storage, base_path: str, spark: Any, options: Mapping
     check_writable(tx.base_path, cfg, "compaction", mor_supported=True, storage=tx.storage)
     if not cfg.is_mor:
         raise PyHudiError(f"{base_path} is a {cfg.table_type} table: only merge-on-read tables are compacted")
-    C.check_honoured(opts)
     with tx.lock.held():
         tl = tx.timeline()
         if tx.concurrency.failed_writes == EAGER:
