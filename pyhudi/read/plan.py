@@ -144,11 +144,19 @@ def history(table: TableLike, active: ActiveTimeline) -> ActiveTimeline | FullTi
 def check_retained(table: TableLike, as_of: str | None, tl: ActiveTimeline, what: str | None = None) -> None:
     """Refuse a read as of a time cleaning may have removed file versions of (Hudi's
     ``validateTimestampAsOf``): before the earliest commit to retain of the latest completed clean. ``what``:
-    the read, in the message (a time travel's by default)."""
+    the read, in the message (a time travel's by default). A time travel (no ``what``) is refused too at or after
+    the first incomplete write: its result could change once that write completes."""
     if as_of is None:
         return
-    from pyhudi.table.timeline import CLEAN
+    from pyhudi.table.timeline import CLEAN, COMMIT, DELTA_COMMIT, REPLACE_COMMIT
 
+    pending = tl.pending().by_action(COMMIT, DELTA_COMMIT, REPLACE_COMMIT).first()
+    if what is None and pending is not None and as_of >= pending.requested_time:
+        # it may still complete: the same time travel would then read other rows (Hudi refuses it too)
+        raise InvalidInputError(
+            f"{table.base_path}: cannot read as of {as_of}: the {pending.action} {pending.requested_time} is not "
+            "complete, and a time travel must be earlier than the first incomplete commit (it may still complete "
+            f"and change what the read returns); read as of a time before {pending.requested_time}")
     source: ActiveTimeline | FullTimeline = tl
     last = tl.completed().by_action(CLEAN).last()
     if last is None:  # the latest clean may have been archived
