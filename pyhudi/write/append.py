@@ -11,8 +11,11 @@ sections 1-3):
   ``["null", type]`` with default null) and INSTANT_TIME;
 - the records' meta columns: ``_hoodie_commit_time`` = the deltacommit, ``_hoodie_commit_seqno`` =
   ``<instant>_<task partition>_<n>``, ``_hoodie_file_name`` = the file id (not a file name);
-- deletes carry Hudi's default ordering value (``IntWrapper 0``): a delete removes the key whatever the ordering
-  value of the stored record, as on copy-on-write tables;
+- a delete operation's deletes carry Hudi's default ordering value (``IntWrapper 0``): they remove the key whatever
+  the ordering value of the stored record, as on copy-on-write tables. A record flagged ``_hoodie_is_deleted`` under
+  event-time ordering carries its own (one ordering field of an int, long, float, double or string column; else the
+  default), as ``HoodieAppendHandle`` writes it: a later record with a smaller ordering value loses to it when the
+  file slice is merged;
 - the write stat: ``prevCommit`` = the deltacommit itself, ``baseFile`` empty, ``logFiles`` = [this file],
   ``logVersion``, ``logOffset`` 0 (see :meth:`pyhudi.write.status.WriteStat.to_hudi`).
 
@@ -81,20 +84,38 @@ def log_blocks(
     partition: str,
     updates: pa.Table | None,
     deleted_keys: list[str],
+    delete_ordering: pa.Array | None = None,
 ) -> list[bytes]:
-    """The blocks of one append: an Avro data block of ``updates`` (meta columns filled), then a delete block."""
+    """The blocks of one append: an Avro data block of ``updates`` (meta columns filled), then a delete block
+    (``delete_ordering``: the deleted records' ordering values, see :func:`delete_ordering_type`; else Hudi's
+    default)."""
     blocks = []
     header = [(HeaderKey.SCHEMA, schema_json), (HeaderKey.INSTANT_TIME, instant)]  # Hudi's order in the fixtures
     if updates is not None and updates.num_rows:
         blocks.append(avro_data_block(updates, instant, schema_json, schema_first=True))
     if deleted_keys:
-        recs = [DeleteRecord(k, partition, 0, OrderingType.INT) for k in deleted_keys]
+        kind = delete_ordering_type(delete_ordering.type) if delete_ordering is not None else None
+        if kind is None or delete_ordering is None:
+            recs = [DeleteRecord(k, partition, 0, OrderingType.INT) for k in deleted_keys]
+        else:  # a null ordering value is the default (a commit-time delete)
+            recs = [DeleteRecord(k, partition, 0, OrderingType.INT) if v is None else DeleteRecord(k, partition, v, kind)
+                    for k, v in zip(deleted_keys, delete_ordering.to_pylist(), strict=True)]
         blocks.append(encode_block(BlockType.DELETE, header, encode_delete_content(recs)))
     return blocks
 
 
+def delete_ordering_type(t: pa.DataType) -> OrderingType | None:
+    """The delete-block wrapper of an ordering field's values (the class Hudi's readers compare them as), None for
+    types whose deletes carry the default ordering value."""
+    if pa.types.is_int8(t) or pa.types.is_int16(t) or pa.types.is_int32(t):
+        return OrderingType.INT
+    return {pa.int64(): OrderingType.LONG, pa.float32(): OrderingType.FLOAT, pa.float64(): OrderingType.DOUBLE,
+            pa.string(): OrderingType.STRING}.get(t)
+
+
 def append_bucket(
-    ctx: Any, bucket: Any, updates: pa.Table, update_keys: pa.Array, deleted_keys: pa.Array, t0: float
+    ctx: Any, bucket: Any, updates: pa.Table, update_keys: pa.Array, deleted_keys: pa.Array, t0: float,
+    delete_ordering: pa.Array | None = None,
 ) -> pa.Table:
     """Append ``updates`` (the file group's updated records, aligned to the table's columns, keys
     ``update_keys``) and ``deleted_keys`` to a new log file of ``bucket`` (an existing file group); returns its
@@ -106,7 +127,8 @@ def append_bucket(
                                       partition_path=bucket.partition, record_keys=update_keys,
                                       task_partition_id=part_id)
     assert ctx.log_schema is not None
-    blob = b"".join(log_blocks(ctx.instant, ctx.log_schema, bucket.partition, with_meta, deleted_keys.to_pylist()))
+    blob = b"".join(log_blocks(ctx.instant, ctx.log_schema, bucket.partition, with_meta, deleted_keys.to_pylist(),
+                               delete_ordering))
     filenames.write_partition_metadata(ctx.storage, ctx.base_path, bucket.partition, ctx.instant)
     name = _write_new_log_file(ctx, bucket, token, blob)
     faults.at("after_write", ctx.fault or "")

@@ -73,6 +73,8 @@ class WriteContext:
     sort_by_key: bool = False
     # an insert that keeps the stored records of keys it inserts again (hoodie.merge.allow.duplicate.on.inserts)
     keep_stored: bool = False
+    # merge-on-read: deletes are records flagged _hoodie_is_deleted, ordered by event time (not a delete operation)
+    ordered_deletes: bool = False
     fault: str | None = None  # the write's fault spec (pyhudi.faults), acted on in the task
     log_schema: str | None = None  # merge-on-read: the SCHEMA header of the log blocks (pyhudi.write.append)
     stats_columns: tuple[str, ...] | None = None  # the table keeps column_stats of these columns
@@ -86,8 +88,11 @@ def write_bucket(ctx: WriteContext, incoming: pa.Table) -> pa.Table:
         is_del = pc.fill_null(pc.equal(incoming.column(OP_COL), OP_DELETE), False)
         keys = incoming.column(RECORD_KEY_COL).combine_chunks()
         ups = pc.invert(is_del)
+        ordering = None  # flagged deletes under event-time ordering carry their ordering value (one field)
+        if ctx.ordered_deletes and len(ctx.ordering_fields) == 1 and ctx.ordering_fields[0] in incoming.column_names:
+            ordering = incoming.column(ctx.ordering_fields[0]).combine_chunks().filter(is_del)
         return append_bucket(ctx, bucket, _align(incoming.filter(ups), ctx.data_schema), keys.filter(ups),
-                             keys.filter(is_del), t0)
+                             keys.filter(is_del), t0, ordering)
     part_id, token = task_ids()
     file_name = filenames.make_base_file_name(bucket.file_id, token, ctx.instant)
     rel_path = posixpath.join(bucket.partition, file_name) if bucket.partition else file_name

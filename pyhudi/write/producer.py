@@ -539,6 +539,7 @@ class WriteProducer:
             buckets={b.id: b for b in buckets},
             sort_by_key=self.sort_by_key,
             keep_stored=self.operation_type == "INSERT" and self.cfg.allow_duplicate_on_inserts,
+            ordered_deletes=self.cfg.event_time_ordering and not self.delete_all,
             fault=faults.spec(self.cfg.options),
             log_schema=log_schema_json(job.data_schema, job.table_name) if job.merge_on_read else None,
             stats_columns=job.stats_columns,

@@ -98,3 +98,21 @@ def test_commit_time_ordering_combines_by_arrival(spark, tmp_path, table_type: s
     assert _read(base) == [("a", 1, "p", "a1-later"), ("b", 2, "p", "b2-last")]
     _write(spark, base, [{"key": "a", "ts": None, "v": "a-null"}], "upsert", opts)
     assert _read(base) == [("a", None, "p", "a-null"), ("b", 2, "p", "b2-last")]
+
+
+def test_a_flagged_delete_in_a_log_keeps_its_ordering_value(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Merge-on-read: a record flagged deleted (ts 7) is logged with its ordering value, as Hudi's append handle
+    logs it, so a late event (ts 6) appended after it to the file group (an index that finds the key in the base
+    file) loses to it, read and compacted; it was logged as a commit-time delete and the late event revived the
+    key. A delete operation still deletes whatever the ordering values."""
+    base = str(tmp_path / "t")
+    opts = {**OPTS, "hoodie.table.type": "MERGE_ON_READ", "hoodie.index.type": "SIMPLE",
+            "hoodie.metadata.enable": "false"}
+    _write(spark, base, [{"key": "a", "ts": 5, "v": "a5"}, {"key": "b", "ts": 5, "v": "b5"}], "insert", opts)
+    _write(spark, base, [{"key": "a", "ts": 7, "v": "del", "_hoodie_is_deleted": True}], "upsert", opts)
+    _write(spark, base, [{"key": "a", "ts": 6, "v": "late"}], "upsert", opts)
+    assert _read(base) == [("b", 5, "p", "b5")]
+    _write(spark, base, [{"key": "b", "ts": 1, "v": "x"}], "delete", opts)
+    assert _read(base) == []
+    Table.open(base).compact(opts, spark=spark)
+    assert _read(base) == []
