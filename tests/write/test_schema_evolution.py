@@ -416,9 +416,9 @@ def test_a_column_added_while_a_later_instant_completes_is_retried(spark, tmp_pa
             Table.open(base).write(spark.createDataFrame(_cc_rows([3], DATES[1], 2)), "upsert", opts)
 
     a_input = spark.createDataFrame(_cc_rows([1], DATES[0], 2, d="A"))
-    with faults.inject("before_commit", other_completes):
-        with pytest.raises(ConcurrentSchemaConflict, match="a commit with a later instant, completed meanwhile"):
-            Table.open(base).write(a_input, "upsert", opts)
+    with faults.inject("before_commit", other_completes), pytest.raises(
+            ConcurrentSchemaConflict, match="a commit with a later instant, completed meanwhile"):
+        Table.open(base).write(a_input, "upsert", opts)
     assert ran
     assert Table.open(base).schema().names == ["id", "ts", "dt", "v"]
     assert all(i.is_completed for i in Table.open(base).timeline())
