@@ -98,7 +98,7 @@ class MergeConfig:
             for f in ordering:
                 if f not in schema.names:
                     raise UnsupportedFormatError(f"{where}: ordering field {f!r} is not a column of the table")
-                _java_class(schema.field(f).type, f, where)
+                java_class(schema.field(f).type, f, where)
         field = config.get_any(DELETE_FIELD_KEY)
         marker = config.get_any(DELETE_MARKER_KEY)
         return MergeConfig(mode, ordering if mode == EVENT_TIME else (),
@@ -113,10 +113,10 @@ _INTEGER, _LONG, _FLOAT, _DOUBLE, _STRING, _BOOLEAN, _DECIMAL = "Integer", "Long
 def null_ordering_compares(t: pa.DataType, name: str, where: str) -> bool:
     """Whether Hudi's merge of a file slice can order a record whose ordering field ``name`` of type ``t`` is null
     against one whose is not: a null is Java's Integer 0, comparable only with the values of an Integer column."""
-    return _java_class(t, name, where) == _INTEGER
+    return java_class(t, name, where) == _INTEGER
 
 
-def _java_class(t: pa.DataType, name: str = "", where: str = "") -> str:
+def java_class(t: pa.DataType, name: str = "", where: str = "") -> str:
     """The class of a column's values in Hudi's Spark reader (what its ordering values are compared as)."""
     if pa.types.is_int8(t) or pa.types.is_int16(t) or pa.types.is_int32(t) or pa.types.is_date32(t):
         return _INTEGER
@@ -135,6 +135,9 @@ def _java_class(t: pa.DataType, name: str = "", where: str = "") -> str:
     raise UnsupportedFormatError(f"{where}: ordering field {name!r} has type {t}, which cannot order records")
 
 
+#: the delete-block wrapper pyhudi writes a class's ordering values as (classes not listed: the default ordering)
+JAVA_CLASS_WRAPPERS = {_INTEGER: OrderingType.INT, _LONG: OrderingType.LONG, _FLOAT: OrderingType.FLOAT,
+                       _DOUBLE: OrderingType.DOUBLE, _STRING: OrderingType.STRING}
 _WRAPPER_CLASS = {
     OrderingType.BOOLEAN: _BOOLEAN, OrderingType.INT: _INTEGER, OrderingType.LONG: _LONG,
     OrderingType.FLOAT: _FLOAT, OrderingType.DOUBLE: _DOUBLE, OrderingType.STRING: _STRING,
@@ -208,7 +211,7 @@ class LogRecords:
         self.where = where
         self.compact_rows = compact_rows
         self._field_types = [schema.field(f).type for f in merge.ordering_fields]
-        self._field_classes = [_java_class(t, f, where) for t, f in zip(self._field_types, merge.ordering_fields,
+        self._field_classes = [java_class(t, f, where) for t, f in zip(self._field_types, merge.ordering_fields,
                                                                          strict=True)]
         self._other: list[str] = []
         self._chunks: list[_Chunk] = []
@@ -529,7 +532,7 @@ def final_merge(
     single = len(base_ordering) == 1
     b_cls = np.full(m, K.CLS_FIELD, np.int16)
     fields = merge.ordering_fields
-    classes = [_java_class(a.type) for a in base_ordering]
+    classes = [java_class(a.type) for a in base_ordering]
     base_vals = []
     for a, jc in zip(base_ordering, classes, strict=True):
         if a.null_count:

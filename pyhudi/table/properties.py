@@ -554,6 +554,11 @@ def _paths(metafolder: str) -> tuple[str, str]:
     return posixpath.join(metafolder, PROPERTIES_FILE), posixpath.join(metafolder, PROPERTIES_BACKUP_FILE)
 
 
+def table_config_exists(storage: Storage, metafolder: str) -> bool:
+    """Whether ``<metafolder>/hoodie.properties`` (or its backup, during an update) exists."""
+    return any(storage.exists(p) for p in _paths(metafolder))
+
+
 def read_table_config(storage: Storage, metafolder: str) -> TableConfig:
     """Load ``<metafolder>/hoodie.properties`` (falling back to the backup during an update, as Hudi does)."""
     cfg, backup = _paths(metafolder)

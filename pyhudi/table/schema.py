@@ -266,7 +266,7 @@ def resolve_schema(
 
     for tl in itertools.chain([timeline], archived()):
         # the latest instant decides, as Hudi's and hudi-rs's readers take it (a write that evolves the schema is
-        # refused at commit when a later instant completed meanwhile: WriteTransaction._check_schema)
+        # refused at commit when a later instant completed meanwhile: WriteTransaction._check_later_instants)
         for inst in reversed(list(tl.completed_commits())):
             if as_of is not None and inst.requested_time > as_of:
                 continue

@@ -276,7 +276,8 @@ class Table:
                 with contextlib.suppress(Exception):  # never in place of the write's own error
                     dropped = self._drop_new_table(opts, remove_folder=not folder_existed)
             if not dropped:
-                self.refresh()
+                with contextlib.suppress(Exception):  # never in place of the write's own error
+                    self.refresh()
             raise
         self.refresh()
         return result

@@ -82,7 +82,7 @@ from pyhudi.table.capabilities import (
 from pyhudi.table.commit_metadata import STREAMING_CHECKPOINT_KEY, streaming_checkpoint
 from pyhudi.table.evolution import writer_schema
 from pyhudi.table.lsm_timeline import ArchivedTimeline, FullTimeline, LsmHistory
-from pyhudi.table.properties import METAFOLDER, TableConfig, read_table_config
+from pyhudi.table.properties import METAFOLDER, TableConfig, read_table_config, table_config_exists
 from pyhudi.table.schema import avro_to_arrow, commit_schema_json, table_schema
 from pyhudi.table.timeline import (
     CLUSTERING,
@@ -452,6 +452,9 @@ class WriteTransaction:
     def commit(self, producer: WriteProducer, stats: list[WriteStat]) -> Instant:
         """Check, apply the metadata deltacommit and complete the instant (see the module docstring)."""
         assert self.instant is not None and self.begun is not None and self.heartbeat is not None
+        if not table_config_exists(self.storage, posixpath.join(self.base_path, METAFOLDER)):
+            raise PyHudiError(f"{self.base_path}: the table was removed while write {self.instant} ran (a first "
+                              "write that failed removes the table it created); the write is abandoned")
         metadata = producer.commit_metadata(stats)
         job = producer.job
         t0 = time.perf_counter()

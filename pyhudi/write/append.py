@@ -13,8 +13,8 @@ sections 1-3):
   ``<instant>_<task partition>_<n>``, ``_hoodie_file_name`` = the file id (not a file name);
 - a delete operation's deletes carry Hudi's default ordering value (``IntWrapper 0``): they remove the key whatever
   the ordering value of the stored record, as on copy-on-write tables. A record flagged ``_hoodie_is_deleted`` under
-  event-time ordering carries its own (one ordering field of an int, long, float, double or string column; else the
-  default), as ``HoodieAppendHandle`` writes it: a later record with a smaller ordering value loses to it when the
+  event-time ordering carries its own (one ordering field whose values Hudi compares as Integer, Long, Float,
+  Double or a string; else the default), as ``HoodieAppendHandle`` writes it: a later record with a smaller ordering value loses to it when the
   file slice is merged;
 - the write stat: ``prevCommit`` = the deltacommit itself, ``baseFile`` empty, ``logFiles`` = [this file],
   ``logVersion``, ``logOffset`` 0 (see :meth:`pyhudi.write.status.WriteStat.to_hudi`).
@@ -97,20 +97,26 @@ def log_blocks(
         kind = delete_ordering_type(delete_ordering.type) if delete_ordering is not None else None
         if kind is None or delete_ordering is None:
             recs = [DeleteRecord(k, partition, 0, OrderingType.INT) for k in deleted_keys]
-        else:  # a null ordering value is the default (a commit-time delete)
+        else:  # a null ordering value is the default (a commit-time delete); dates as days, timestamps in their unit
+            t = delete_ordering.type
+            values = (delete_ordering.cast(pa.int32() if pa.types.is_date32(t) else pa.int64())
+                      if pa.types.is_date32(t) or pa.types.is_timestamp(t) else delete_ordering)
             recs = [DeleteRecord(k, partition, 0, OrderingType.INT) if v is None else DeleteRecord(k, partition, v, kind)
-                    for k, v in zip(deleted_keys, delete_ordering.to_pylist(), strict=True)]
+                    for k, v in zip(deleted_keys, values.to_pylist(), strict=True)]
         blocks.append(encode_block(BlockType.DELETE, header, encode_delete_content(recs)))
     return blocks
 
 
 def delete_ordering_type(t: pa.DataType) -> OrderingType | None:
-    """The delete-block wrapper of an ordering field's values (the class Hudi's readers compare them as), None for
-    types whose deletes carry the default ordering value."""
-    if pa.types.is_int8(t) or pa.types.is_int16(t) or pa.types.is_int32(t):
-        return OrderingType.INT
-    return {pa.int64(): OrderingType.LONG, pa.float32(): OrderingType.FLOAT, pa.float64(): OrderingType.DOUBLE,
-            pa.string(): OrderingType.STRING}.get(t)
+    """The delete-block wrapper of an ordering field's values: the class Hudi's readers compare the field's values
+    as (:func:`pyhudi.read.merge.java_class`), None for types whose deletes carry the default ordering value."""
+    from pyhudi.errors import UnsupportedFormatError
+    from pyhudi.read.merge import JAVA_CLASS_WRAPPERS, java_class
+
+    try:
+        return JAVA_CLASS_WRAPPERS.get(java_class(t))
+    except UnsupportedFormatError:
+        return None
 
 
 def append_bucket(

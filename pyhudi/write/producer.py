@@ -346,6 +346,8 @@ class WriteProducer:
         if check_unique:
             self.check_keys_stay_unique(tagged)
         if index.is_global:
+            if self.cfg.update_partition_path and not getattr(self.cfg, self.combine_option):
+                tagged = _one_stored_record_each(tagged, self.job)
             tagged = apply_partition_moves(
                 tagged,
                 self.cfg.update_partition_path,
@@ -741,6 +743,22 @@ def _arrow_field(df: DataFrame, col: str) -> pa.Field:
     return arrow_schema(df.select(col)).field(0)
 
 
+def _one_stored_record_each(tagged: DataFrame, job: WriteJob) -> DataFrame:
+    """A batch that was not combined, under a global index that moves keys: one incoming record per stored key
+    (the greatest ordering value under event-time ordering; else any). Records of one key arriving with two
+    partitions would otherwise both move or update, and the key would be written twice. New keys keep their
+    records, as an insert's."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    cfg = job.config
+    order = [_java_ordered(F.col(f), job.data_schema.field(f).type).desc_nulls_last()
+             for f in cfg.ordering_fields] if cfg.event_time_ordering else []
+    w = Window.partitionBy(RECORD_KEY_COL).orderBy(*order, F.col(PARTITION_PATH_COL))
+    rn = F.when(F.col(LOC_FILE_ID_COL).isNotNull(), F.row_number().over(w))
+    return tagged.withColumn("__rn", rn).filter(F.col("__rn").isNull() | (F.col("__rn") == 1)).drop("__rn")
+
+
 def apply_partition_moves(tagged: DataFrame, update_partition_path: bool, job: WriteJob | None = None) -> DataFrame:
     """Global index semantics for a key found in another partition than the one it arrives with.
 
@@ -824,6 +842,16 @@ def _stored_slice_ordering(job: WriteJob, groups: set[tuple[str, str]], fields: 
     return src.mapInArrow(run, from_arrow_schema(schema))
 
 
+def _newest_per_file_group(stored: DataFrame, job: WriteJob, fields: tuple[str, ...]) -> DataFrame:
+    """One row per (key, file id) of the stored ordering values: the greatest in Java's order."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    order = [_java_ordered(F.col(f"__old_{f}"), job.data_schema.field(f).type).desc_nulls_last() for f in fields]
+    w = Window.partitionBy("__okey", "__ofid").orderBy(*order)
+    return stored.withColumn("__rn", F.row_number().over(w)).filter(F.col("__rn") == 1).drop("__rn")
+
+
 def _split_movers_by_ordering(job: WriteJob, movers: DataFrame) -> tuple[DataFrame, DataFrame]:
     """(movers whose incoming record wins, movers whose stored record has a greater ordering value)."""
     from pyspark.sql import functions as F
@@ -843,7 +871,9 @@ def _split_movers_by_ordering(job: WriteJob, movers: DataFrame) -> tuple[DataFra
             _stored_ordering_task(job.storage, job.base_path, fields, schema), from_arrow_schema(schema)
         )
     # by key and file group: under a non-global index a key may be stored in several partitions, each record
-    # ordered against its own stored one
+    # ordered against its own stored one; a key an insert stored twice in one file group counts as its newest copy
+    # (never deleted or moved by an older event; as Hudi's merge of the first copy keeps it), one row per mover
+    stored = _newest_per_file_group(stored, job, fields)
     j = movers.join(stored, (movers[RECORD_KEY_COL] == stored["__okey"])
                     & (movers[LOC_FILE_ID_COL] == stored["__ofid"]), "left")
     old_wins = F.lit(False)

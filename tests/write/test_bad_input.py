@@ -337,3 +337,21 @@ def test_a_failed_first_write_through_the_api_leaves_no_table(spark, tmp_path: P
     with pytest.raises(InvalidInputError, match="null"):
         Table.open(str(created)).write(spark.createDataFrame(_null_key()), "upsert", OPTS)
     assert Table.exists(str(created))
+
+
+def test_a_write_into_a_table_removed_meanwhile_is_abandoned(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Another process's failed first write removed the new table (its hoodie.properties) while this write ran:
+    the write fails at commit instead of completing an instant in a folder without a table."""
+    from pyhudi import faults
+
+    base = tmp_path / "t"
+    df = spark.createDataFrame(to_arrow(GOOD))
+    Table.create(str(base), SCHEMA, OPTS)
+    props = base / ".hoodie" / "hoodie.properties"
+
+    def removed(point: str) -> None:
+        props.rename(tmp_path / "props")
+
+    with faults.inject("before_commit", removed), pytest.raises(PyHudiError, match="the table was removed"):
+        Table.open(str(base)).write(df, "upsert", OPTS)
+    assert not [f for f in (base / ".hoodie" / "timeline").iterdir() if f.name.endswith(".commit")]
