@@ -144,3 +144,28 @@ def test_an_upsert_not_combined_moves_a_stored_key_once(spark, tmp_path, table_t
                          {"key": "j", "ts": 7, "part": "p1", "v": "j7"}, {"key": "j", "ts": 6, "part": "p3", "v": "j6"}],
            "upsert", opts)
     assert _read(base) == [("j", 7, "p1", "j7"), ("k", 6, "p2", "k6")]
+
+
+@pytest.mark.parametrize("kind", ["int32", "date32", "timestamp", "float64", "string"])
+def test_a_logged_flagged_delete_keeps_its_ordering_value_of_each_type(spark, tmp_path, kind: str) -> None:  # type: ignore[no-untyped-def]
+    import datetime as dt
+
+    make = {"int32": (pa.int32(), lambda n: n), "date32": (pa.date32(), lambda n: dt.date(2026, 1, n)),
+            "timestamp": (pa.timestamp("us", tz="UTC"), lambda n: dt.datetime(2026, 1, 1, n, tzinfo=dt.timezone.utc)),
+            "float64": (pa.float64(), lambda n: float(n)), "string": (pa.string(), lambda n: f"t{n}")}[kind]
+    schema = pa.schema([("key", pa.string()), ("ts", make[0]), ("part", pa.string()), ("v", pa.string()),
+                        ("_hoodie_is_deleted", pa.bool_())])
+    base = str(tmp_path / "t")
+    opts = {**OPTS, "hoodie.table.type": "MERGE_ON_READ", "hoodie.index.type": "SIMPLE",
+            "hoodie.metadata.enable": "false"}
+
+    def write(rows: list[dict]) -> None:
+        t = pa.Table.from_pylist([{"_hoodie_is_deleted": False, "part": "p", **r, "ts": make[1](r["ts"])}
+                                  for r in rows], schema)
+        Table.for_dataframe(base, spark.createDataFrame(t), opts).write(spark.createDataFrame(t), "upsert", opts)
+
+    write([{"key": "a", "ts": 5, "v": "a5"}, {"key": "b", "ts": 5, "v": "b5"}])
+    write([{"key": "a", "ts": 7, "v": "del", "_hoodie_is_deleted": True}])
+    write([{"key": "a", "ts": 6, "v": "late"}])
+    rs = pa.Table.from_batches(list(hudi.HudiTableBuilder.from_base_uri(base).build().read(hudi.HudiReadOptions())))
+    assert sorted(Table.open(base).to_arrow().column("key").to_pylist()) == sorted(rs.column("key").to_pylist()) == ["b"]
