@@ -215,7 +215,7 @@ class StreamingCheckpoint:
         return {STREAMING_CHECKPOINT_KEY: json.dumps({self.identifier: str(self.batch_id)})}
 
 
-def last_streaming_batch(timeline: ActiveTimeline, identifier: str) -> tuple[int, str] | None:
+def last_streaming_batch(timeline: ActiveTimeline | ArchivedTimeline, identifier: str) -> tuple[int, str] | None:
     """(batch id, instant) of the latest completed write that records a batch of stream ``identifier``."""
     for inst in reversed(timeline.completed().by_action(COMMIT, DELTA_COMMIT, REPLACE_COMMIT).by_completion_time()):
         batch = streaming_checkpoint(timeline.read_commit_metadata(inst).get("extraMetadata"), identifier)
@@ -349,6 +349,11 @@ class WriteTransaction:
         if cp is None or self.options.get(C.OPERATION) == "delete":
             return False
         last = last_streaming_batch(tl, cp.identifier)
+        if last is None and self._archive_version() > 0:
+            # the stream's last commit may have been archived (other writers committed many times since): a
+            # replayed batch found only there is skipped too (Hudi's sink reads the active timeline only)
+            last = last_streaming_batch(ArchivedTimeline.load(self.storage, self.base_path, self.config()),
+                                        cp.identifier)
         return last is not None and last[0] >= cp.batch_id
 
     # -- 1. begin ----------------------------------------------------------------------------------------------

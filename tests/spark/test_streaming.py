@@ -24,6 +24,7 @@ from pyhudi.table.commit_metadata import STREAMING_CHECKPOINT_KEY
 from pyhudi.table.table import Table
 from tests.support.robust import (
     OPTS,
+    SCHEMA,
     apply,
     cli_env,
     expected,
@@ -125,3 +126,21 @@ def test_streaming_query_killed_and_restarted_writes_every_record_once(tmp_path:
     assert table_rows(got) == expected(model)
     batches = sorted(int(json.loads(e[STREAMING_CHECKPOINT_KEY])["default_single_writer"]) for e in _extra(base))
     assert batches == sorted(set(batches))  # every batch committed once
+
+
+def test_a_batch_whose_commit_was_archived_is_still_skipped(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A stream's last commit archived because other writers committed many times since (the stream was down): the
+    replay of that batch is found in the archived timeline and skipped, not inserted twice."""
+    base = str(tmp_path / "t")
+    opts = {**OPTS, "hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3",
+            "hoodie.cleaner.commits.retained": "1"}
+    first = rows(range(5))
+    Table.create(base, SCHEMA, opts).write(spark.createDataFrame(to_arrow(first)), "insert", opts, batch_id=7)
+    for i in range(6):  # another writer, no stream
+        Table.open(base).write(spark.createDataFrame(to_arrow(rows([100 + i]))), "upsert", opts)
+    t = Table.open(base)
+    assert t.has_archived_instants()
+    assert not any(STREAMING_CHECKPOINT_KEY in (t.timeline().read_commit_metadata(i).get("extraMetadata") or {})
+                   for i in t.timeline().completed_commits())
+    assert Table.open(base).write(spark.createDataFrame(to_arrow(first)), "insert", opts, batch_id=7).skipped
+    assert len(hudi_rs_read(base)) == 11

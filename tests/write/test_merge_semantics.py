@@ -151,7 +151,7 @@ def test_a_logged_flagged_delete_keeps_its_ordering_value_of_each_type(spark, tm
     import datetime as dt
 
     make = {"int32": (pa.int32(), lambda n: n), "date32": (pa.date32(), lambda n: dt.date(2026, 1, n)),
-            "timestamp": (pa.timestamp("us", tz="UTC"), lambda n: dt.datetime(2026, 1, 1, n, tzinfo=dt.timezone.utc)),
+            "timestamp": (pa.timestamp("us", tz="UTC"), lambda n: dt.datetime(2026, 1, 1, n, tzinfo=dt.UTC)),
             "float64": (pa.float64(), lambda n: float(n)), "string": (pa.string(), lambda n: f"t{n}")}[kind]
     schema = pa.schema([("key", pa.string()), ("ts", make[0]), ("part", pa.string()), ("v", pa.string()),
                         ("_hoodie_is_deleted", pa.bool_())])
