@@ -1160,6 +1160,12 @@ class DeleteProducer(WriteProducer):
     operation_type = "DELETE"
     delete_all = True
 
+    def validate_columns(self, columns: list[str]) -> list[str]:
+        """The record key and partition columns only: a delete names keys (as Hudi's takes only the keys from its
+        input), so its other columns are never read, whatever their types."""
+        super().validate_columns(columns)
+        return [c for c in columns if c in (*self.cfg.record_key_fields, *self.cfg.partition_fields)]
+
 
 def replaced_keys_task(storage: Storage, base_path: str):
     """mapInArrow function: (partition, file id, base file path, base instant) of replaced file groups -> one

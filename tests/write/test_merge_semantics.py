@@ -169,3 +169,13 @@ def test_a_logged_flagged_delete_keeps_its_ordering_value_of_each_type(spark, tm
     write([{"key": "a", "ts": 6, "v": "late"}])
     rs = pa.Table.from_batches(list(hudi.HudiTableBuilder.from_base_uri(base).build().read(hudi.HudiReadOptions())))
     assert sorted(Table.open(base).to_arrow().column("key").to_pylist()) == sorted(rs.column("key").to_pylist()) == ["b"]
+
+
+def test_a_delete_reads_only_its_key_and_partition_columns(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A delete's other columns are never read: an export whose ordering column is a string deletes its keys (it
+    failed in a write task, converting the column to the table's type)."""
+    base = str(tmp_path / "t")
+    _write(spark, base, [{"key": k, "ts": 1, "v": k} for k in "abc"], "insert", OPTS)
+    export = spark.createDataFrame([("a", "p", "2026-01-01", 1.5)], "key string, part string, ts string, v double")
+    assert Table.open(base).write(export, "delete", OPTS).deleted == 1
+    assert [r[0] for r in _read(base)] == ["b", "c"]
