@@ -150,8 +150,8 @@ def check_retained(table: TableLike, as_of: str | None, tl: ActiveTimeline, what
         return
     from pyhudi.table.timeline import CLEAN, COMMIT, DELTA_COMMIT, REPLACE_COMMIT
 
-    pending = tl.pending().by_action(COMMIT, DELTA_COMMIT, REPLACE_COMMIT).first()
-    if what is None and pending is not None and as_of >= pending.requested_time:
+    pending = tl.pending().by_action(COMMIT, DELTA_COMMIT, REPLACE_COMMIT).first() if what is None else None
+    if pending is not None and as_of >= pending.requested_time:
         # it may still complete: the same time travel would then read other rows (Hudi refuses it too)
         raise InvalidInputError(
             f"{table.base_path}: cannot read as of {as_of}: the {pending.action} {pending.requested_time} is not "

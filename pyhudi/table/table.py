@@ -30,6 +30,7 @@ from pyhudi.table.properties import (
     TableConfig,
     create_table_config,
     read_table_config,
+    table_config_exists,
 )
 from pyhudi.table.schema import avro_schema_json, table_schema, with_meta
 from pyhudi.table.timeline import ActiveTimeline, Instant
@@ -419,9 +420,7 @@ class Table:
 
 def _holds_table(storage: Storage, folder: str) -> bool:
     """Whether ``folder`` holds a Hudi table (its properties file, or the backup a properties update leaves)."""
-    meta = posixpath.join(folder, METAFOLDER)
-    return storage.exists(posixpath.join(meta, "hoodie.properties")) or storage.exists(
-        posixpath.join(meta, "hoodie.properties.backup"))
+    return table_config_exists(storage, posixpath.join(folder, METAFOLDER))
 
 
 def _refuse_inside_a_table(storage: Storage, path: str, uri: str) -> None:

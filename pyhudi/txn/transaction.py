@@ -474,8 +474,10 @@ class WriteTransaction:
                 raise PyHudiError(f"{self.base_path}: instant {self.instant} left the timeline (rolled back by "
                                   "another writer?); the write is abandoned")
             self._check_not_turned_schema_on_read(now)
-            self._check_concurrent(now, metadata, job)
-            self._check_new_keys(now, producer)
+            history = self._history_since_begin(now)
+            self._check_concurrent(now, metadata, history, job)
+            self._check_later_instants(now, job)
+            self._check_new_keys(now, producer, history)
             if self._batch_committed(now):  # another attempt of this batch committed meanwhile
                 raise _BatchAlreadyCommitted(f"{self.base_path}: {self.checkpoint} was committed meanwhile")
             metadata["extraMetadata"] = {**(metadata.get("extraMetadata") or {}), **self.extra_metadata}
@@ -538,19 +540,17 @@ class WriteTransaction:
         if later:
             raise ConcurrentSchemaConflict(self.base_path, self.instant, f"{later[0].requested_time} ({later[0].action})")
 
-    def _check_concurrent(self, now: ActiveTimeline, metadata: dict[str, Any],
-                          job: WriteJob | None = None) -> None:
+    def _check_concurrent(self, now: ActiveTimeline, metadata: dict[str, Any], history: FullTimeline | None,
+                          job: WriteJob) -> None:
+        """``history``: :meth:`_history_since_begin` of ``now``."""
         assert self.instant is not None and self.begun is not None
-        history = self._history_since_begin(now)
         if self.concurrency.optimistic:
             found = find_conflict(self.begun, now, self.instant, touched_file_groups(metadata), history)
             if found is not None:
                 other, groups = found
                 raise ConcurrentWriteConflict(self.base_path, self.instant, other, sorted(groups))
-            if job is not None and completed_writes_since(self.begun, now, self.instant, history):
+            if completed_writes_since(self.begun, now, self.instant, history):
                 self._check_schema(now, metadata, job)
-            if job is not None:
-                self._check_later_instants(now, job)
             return
         others = completed_writes_since(self.begun, now, self.instant, history)
         if others:
@@ -559,10 +559,8 @@ class WriteTransaction:
                 f"write {self.instant} ran; {self.instant} was rolled back: set {C.WRITE_CONCURRENCY_MODE}={OCC} to "
                 "write concurrently"
             )
-        if job is not None:
-            self._check_later_instants(now, job)
 
-    def _check_new_keys(self, now: ActiveTimeline, producer: WriteProducer) -> None:
+    def _check_new_keys(self, now: ActiveTimeline, producer: WriteProducer, history: FullTimeline | None) -> None:
         """Optimistic writers that both insert a new key, into file groups of their own (other partitions, new file
         groups), share no file group; committed both, the table would hold the key twice (Apache Hudi's file-group
         check lets them). With a record index, a write that looked its keys up (an upsert) looks the keys it
@@ -573,7 +571,6 @@ class WriteTransaction:
         status_df = getattr(producer, "status_df", None)
         if not self.concurrency.optimistic or not producer.uses_index or status_df is None:
             return
-        history = self._history_since_begin(now)
         source: Timeline = history if history is not None else now
         inserted: dict[str, set[str]] = {}  # other instant -> the file ids it inserted into
         for other in completed_writes_since(self.begun, now, self.instant, history):

@@ -14,8 +14,8 @@ sections 1-3):
 - a delete operation's deletes carry Hudi's default ordering value (``IntWrapper 0``): they remove the key whatever
   the ordering value of the stored record, as on copy-on-write tables. A record flagged ``_hoodie_is_deleted`` under
   event-time ordering carries its own (one ordering field whose values Hudi compares as Integer, Long, Float,
-  Double or a string; else the default), as ``HoodieAppendHandle`` writes it: a later record with a smaller ordering value loses to it when the
-  file slice is merged;
+  Double or a string; else the default), as ``HoodieAppendHandle`` writes it: a later record with a smaller
+  ordering value loses to it when the file slice is merged;
 - the write stat: ``prevCommit`` = the deltacommit itself, ``baseFile`` empty, ``logFiles`` = [this file],
   ``logVersion``, ``logOffset`` 0 (see :meth:`pyhudi.write.status.WriteStat.to_hudi`).
 

@@ -94,6 +94,26 @@ def _finish(proc: subprocess.Popen, release: Path, tmp: Path, name: str) -> tupl
     return proc.returncode, (tmp / f"{name}.log").read_text()
 
 
+def _a_loses_to_b(spark, tmp: Path, base: str, model: dict, a_batch: list, b_batch: list,  # type: ignore[no-untyped-def]
+                  extra: dict | None = None) -> tuple[str, str]:
+    """Optimistic writers: a ``pyhudi write`` upsert of ``a_batch`` held before its commit while this process upserts
+    ``b_batch`` (applied to ``model``), both with ``extra`` options; A fails naming B's instant and leaves no file.
+    Returns A's instant and output."""
+    extra = extra or {}
+    a, release = _start(tmp, base, "a", a_batch, *OCC, *(arg for k, v in extra.items() for arg in ("--option", f"{k}={v}")),
+                        fault="wait_before_commit")
+    try:
+        (a_instant,) = _pending(base)
+        b_instant = _write(spark, base, b_batch, {**OCC_OPTS, **extra})
+        apply(model, "upsert", b_batch)
+    finally:
+        code, out = _finish(a, release, tmp, "a")
+    assert code != 0, out[-3000:]
+    assert f"write {a_instant} conflicts with {b_instant}" in out, out[-3000:]
+    assert files_with_instant(base, a_instant) == []
+    return a_instant, out
+
+
 def _check(base: str, model: dict) -> None:
     assert table_rows(hudi_rs_read(base)) == expected(model)
     rep = validate_table(Table.open(base))
@@ -158,16 +178,8 @@ def test_optimistic_writers_on_one_file_group_the_later_fails(spark, tmp_path: P
     base = str(tmp_path / "t")
     model = _seed(spark, base)
     a_batch, b_batch = rows(range(0, 10, 2), ts=2, v=0.5), rows(range(10, 20, 2), ts=2, v=0.25)  # both partition a
-    a, release = _start(tmp_path, base, "a", a_batch, *OCC, fault="wait_before_commit")
-    try:
-        (a_instant,) = _pending(base)
-        b_instant = _write(spark, base, b_batch, OCC_OPTS)
-        apply(model, "upsert", b_batch)
-    finally:
-        code, out = _finish(a, release, tmp_path, "a")
-    assert code != 0, out[-3000:]
-    assert f"write {a_instant} conflicts with {b_instant}" in out and "a/" in out, out[-3000:]
-    assert files_with_instant(base, a_instant) == []
+    a_instant, out = _a_loses_to_b(spark, tmp_path, base, model, a_batch, b_batch)
+    assert "a/" in out, out[-3000:]
     tl = Table.open(base).timeline()
     assert tl.get(a_instant) is None and any(i.action == "rollback" for i in tl.completed())
     _check(base, model)
@@ -296,15 +308,6 @@ def test_optimistic_writers_inserting_one_new_key_the_later_fails(spark, tmp_pat
     a_batch = rows([100], p="a", ts=2, v=0.5)
     b_batch = rows([100], p="a" if same_partition else "b", ts=3, v=0.25)
     extra = {"hoodie.parquet.small.file.limit": "0"}  # inserts into new file groups: no file group in common
-    a, release = _start(tmp_path, base, "a", a_batch, *OCC, "--option", "hoodie.parquet.small.file.limit=0",
-                        fault="wait_before_commit")
-    try:
-        (a_instant,) = _pending(base)
-        b_instant = _write(spark, base, b_batch, {**OCC_OPTS, **extra})
-        apply(model, "upsert", b_batch)
-    finally:
-        code, out = _finish(a, release, tmp_path, "a")
-    assert code != 0, out[-3000:]
-    assert f"write {a_instant} conflicts with {b_instant}" in out and "k100" in out, out[-3000:]
-    assert files_with_instant(base, a_instant) == []
+    _, out = _a_loses_to_b(spark, tmp_path, base, model, a_batch, b_batch, extra)
+    assert "k100" in out, out[-3000:]
     _check(base, model)
