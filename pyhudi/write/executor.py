@@ -191,16 +191,19 @@ def _merge(
     old_keys = old.column(RECORD_KEY_COL).combine_chunks()
     n_old = old.num_rows
     is_del = pc.fill_null(pc.equal(ops, OP_DELETE), False).to_numpy(zero_copy_only=False)
-    if ctx.keep_stored:
-        in_old = np.zeros(len(keys), bool)
-    else:
-        in_old = pc.is_in(keys, value_set=old_keys).to_numpy(zero_copy_only=False)
-    cand = np.flatnonzero(in_old)  # incoming records of stored keys
-    if len(cand) and pc.count_distinct(keys.take(pa.array(cand))).as_py() < len(cand):
-        cand = _winners(ctx, new, keys, cand)  # a batch not combined: one incoming record per stored key
-    pos = pc.index_in(old_keys, value_set=keys.take(pa.array(cand, pa.int64())))  # per stored row: its winner
+    pos = pc.index_in(old_keys, value_set=keys)  # per stored row: its (first) incoming record, or null
     matched = pc.is_valid(pos).to_numpy(zero_copy_only=False)
-    j = cand[pos.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)] if len(cand) else np.zeros(n_old, np.int64)
+    j = pos.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+    if ctx.keep_stored:
+        matched[:] = False
+        in_old = np.zeros(len(keys), bool)
+    else:  # the incoming records of stored keys
+        in_old = pc.is_in(keys, value_set=old_keys.filter(pa.array(matched))).to_numpy(zero_copy_only=False)
+        cand = np.flatnonzero(in_old)
+        if len(cand) and pc.count_distinct(keys.take(pa.array(cand))).as_py() < len(cand):
+            cand = _winners(ctx, new, keys, cand)  # a batch not combined: one incoming record per stored key
+            pos = pc.index_in(old_keys, value_set=keys.take(pa.array(cand)))
+            j = cand[pos.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)]
     take_new = matched & ~is_del[j]
     if ctx.event_time_ordering and ctx.ordering_fields and n_old:
         idx = np.flatnonzero(take_new)
