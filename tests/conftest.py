@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from pyhudi.spark.java import DEFAULT_DRIVER_JAVA_OPTIONS, ENV_DRIVER_JAVA_OPTIONS, SHORT_JOB_JAVA_OPTIONS
 from tests.paths import HFILE_VECTORS, SHARED_FIXTURES, TABLE_ZIPS_DIR
 from tests.support.fixtures import MDT_ZIPS, ZIPS, extract_zip, unzip_table
 
@@ -68,6 +69,15 @@ def reader(request: pytest.FixtureRequest, spark):  # type: ignore[no-untyped-de
         yield request.param
     finally:
         planner.hand_over = True
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Every local driver JVM of the suite (the test sessions and every process a test starts) compiles with the
+    client compiler only, as pyhudi's command does for a short write: the suite is thousands of short jobs over
+    small tables, where the server compiler's work never pays off. Measured on 2 cores, three workers:
+    tests/read/test_filter_fuzz.py 189 s against 247 s, tests/txn/test_concurrent_writers.py 125 s against 158 s.
+    A value set in the environment wins."""
+    os.environ.setdefault(ENV_DRIVER_JAVA_OPTIONS, f"{DEFAULT_DRIVER_JAVA_OPTIONS} {SHORT_JOB_JAVA_OPTIONS}")
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
