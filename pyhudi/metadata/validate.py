@@ -35,7 +35,7 @@ from pyhudi.table.filenames import parse_data_file_name
 from pyhudi.table.fsview import StorageListing
 from pyhudi.table.schema import RECORD_KEY_COL
 from pyhudi.table.table import Table
-from pyhudi.table.timeline import Timeline
+from pyhudi.table.timeline import CLEAN, Timeline
 
 
 @dataclass
@@ -130,6 +130,11 @@ def validate_table(table: Table, spark: Any = None) -> ValidationReport:
             for n in sorted(set(disk) & set(meta))
             if meta[n] != disk[n]
         ]
+    pending_cleans = [i.requested_time for i in tl.pending().by_action(CLEAN)] if rep.extra else []
+    if pending_cleans:  # a clean that stopped after deleting files: the files partition lists them until it completes
+        rep.problems.append(
+            f"the clean {', '.join(pending_cleans)} is not complete: the metadata table lists the files it deleted "
+            "(extra_in_metadata) until it completes; the next write, or `pyhudi clean`, completes it")
     a = {(s.partition, s.file_id): s.relative_paths for s in table.view(tl, use_metadata=True).latest_file_slices()}
     b = {(s.partition, s.file_id): s.relative_paths for s in table.view(tl, use_metadata=False).latest_file_slices()}
     rep.slices_differ = [f"{p}/{f}" for (p, f) in sorted(set(a) | set(b)) if a.get((p, f)) != b.get((p, f))]

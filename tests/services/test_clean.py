@@ -168,3 +168,29 @@ def test_a_cleaning_policy_pyhudi_does_not_run_is_refused(tmp_path: Path, policy
         with pytest.raises(ConfigError, match=f"hoodie.cleaner.policy='{policy}'"):
             service(opts)
     assert _versions(base) == before
+
+
+@pytest.mark.spark
+def test_validate_names_a_clean_that_stopped_after_deleting_files(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A clean that died after deleting file versions leaves them listed in the metadata table until it completes:
+    ``validate`` reports them and names the pending clean; the next clean completes it, and validate is ok."""
+    from pyhudi.metadata.validate import validate_table
+    from pyhudi.table.table import Table
+    from tests.support.robust import OPTS, rows, to_arrow
+
+    base = str(tmp_path / "t")
+    opts = {**OPTS, "hoodie.clean.automatic": "false"}
+    for ts in range(1, 4):  # three versions of every file group
+        batch = spark.createDataFrame(to_arrow(rows(range(10), ts=ts, v=float(ts))))
+        Table.for_dataframe(base, batch, opts).write(batch, "upsert", opts)
+    retain = {"hoodie.cleaner.commits.retained": "1"}
+    with faults.inject("clean.files_deleted"), pytest.raises(faults.InjectedFault):
+        Table.open(base).clean(retain)
+    (pending,) = [i.requested_time for i in Table.open(base).timeline().pending()]
+    rep = validate_table(Table.open(base))
+    assert not rep.ok and rep.extra, rep.to_dict()
+    assert any(f"the clean {pending} is not complete" in p for p in rep.problems), rep.problems
+    done = Table.open(base).clean(retain)
+    assert done is not None and done.requested_time == pending
+    rep = validate_table(Table.open(base))
+    assert rep.ok, rep.to_dict()
