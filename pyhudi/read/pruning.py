@@ -21,6 +21,7 @@ Row groups of base files read without log records are skipped by their parquet s
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -151,9 +152,9 @@ def record_keys(table: TableLike, schema: pa.Schema, preds: Sequence[Pred]) -> l
             if p.column != f:
                 continue
             if p.op in (EQ, EQ_NULL_SAFE) and p.value is not None:
-                vals = {p.value}
+                vals = {_one_nan(p.value)}
             elif p.op == IN:
-                vals = {v for v in p.value if v is not None}
+                vals = {_one_nan(v) for v in p.value if v is not None}
             else:
                 continue
             allowed = vals if allowed is None else allowed & vals
@@ -189,6 +190,15 @@ def record_keys(table: TableLike, schema: pa.Schema, preds: Sequence[Pred]) -> l
     except PyHudiError:
         return None  # a value the key generator cannot encode: nothing pruned
     return sorted(set(keys))
+
+
+#: the one NaN the key values of :func:`record_keys` hold: Spark's equality holds NaN = NaN, and a Python set finds
+#: a float NaN only by identity, so two predicates both admitting NaN would intersect to nothing
+_NAN = float("nan")
+
+
+def _one_nan(v: Any) -> Any:
+    return _NAN if isinstance(v, float) and math.isnan(v) else v
 
 
 # -- column statistics ------------------------------------------------------------------------------------------

@@ -123,3 +123,9 @@ def test_record_keys_follow_the_key_generator() -> None:
     # a key longer than pyhudi writes may be held by a table without a record index: it is looked for
     long = "y" * 40000
     assert record_keys(simple, schema, [Pred("a", IN, ("x", long))]) == ["x", long]
+    # Spark holds NaN = NaN: two predicates that both admit NaN pin the NaN key (their intersection was empty)
+    doubles = pa.schema([("d", pa.float64()), ("p", pa.string())])
+    by_double = _Table(TableConfig.create("t", record_key_fields=["d"], partition_fields=["p"]))
+    nan = float("nan")
+    assert record_keys(by_double, doubles, [Pred("d", EQ, nan), Pred("d", IN, (float("nan"), 1.0))]) == ["NaN"]
+    assert record_keys(by_double, doubles, [Pred("d", IN, (nan, 1.0)), Pred("d", IN, (float("nan"), 2.0))]) == ["NaN"]
