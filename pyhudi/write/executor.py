@@ -191,13 +191,14 @@ def _merge(
     old_keys = old.column(RECORD_KEY_COL).combine_chunks()
     n_old = old.num_rows
     is_del = pc.fill_null(pc.equal(ops, OP_DELETE), False).to_numpy(zero_copy_only=False)
-    pos = pc.index_in(old_keys, value_set=keys)  # per stored row: its (first) incoming record, or null
-    matched = pc.is_valid(pos).to_numpy(zero_copy_only=False)
-    j = pos.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
-    if ctx.keep_stored:
-        matched[:] = False
+    if ctx.keep_stored:  # no stored row matched: every one kept, every incoming record appended
+        matched = np.zeros(n_old, bool)
+        j = np.zeros(n_old, np.int64)
         in_old = np.zeros(len(keys), bool)
     else:  # the incoming records of stored keys
+        pos = pc.index_in(old_keys, value_set=keys)  # per stored row: its (first) incoming record, or null
+        matched = pc.is_valid(pos).to_numpy(zero_copy_only=False)
+        j = pos.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
         in_old = pc.is_in(keys, value_set=old_keys.filter(pa.array(matched))).to_numpy(zero_copy_only=False)
         cand = np.flatnonzero(in_old)
         if len(cand) and pc.count_distinct(keys.take(pa.array(cand))).as_py() < len(cand):
