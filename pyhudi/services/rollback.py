@@ -20,8 +20,11 @@ Without markers (e.g. a writer that died before creating any, or markers already
 listing every partition for base files ``*_<t>.<ext>`` and log files ``.<fileId>_<t>.log.*`` of the failed instant.
 
 A crash at any step leaves a pending rollback; :func:`rollback_failed_writes` first completes pending rollbacks by
-re-running their plans (every step is idempotent). Works on any Hudi table base path, including a metadata table
-(``<base>/.hoodie/metadata``). Pyhudi's writers clean failed writes EAGERLY: call :func:`rollback_failed_writes`
+re-running their plans (every step is idempotent). A data table's rollback whose target completed after it was
+planned is dropped, never carried out: a completed commit's records were reported written (a writer commits only
+when no rollback targets its instant, so only a writer that does not check comes here). Works on any Hudi table
+base path, including a metadata table (``<base>/.hoodie/metadata``), whose completed deltacommits of failed data
+writes are rolled back. Pyhudi's writers clean failed writes EAGERLY: call :func:`rollback_failed_writes`
 before starting a new write.
 """
 
@@ -40,6 +43,7 @@ from pyhudi.metadata.partitions import METADATA_FOLDER, metadata_base_path
 from pyhudi.table import markers
 from pyhudi.table.filenames import parse_data_file_name
 from pyhudi.table.fsview import StorageListing
+from pyhudi.table.lsm_timeline import ArchivedCompletionTimes
 from pyhudi.table.properties import METAFOLDER
 from pyhudi.table.recorded_paths import rollback_targets
 from pyhudi.table.timeline import (
@@ -147,10 +151,44 @@ def _delete_instant_files(timeline: ActiveTimeline, instant_time: str, *, comple
 
 def metadata_table_of(storage: Storage, base_path: str) -> str | None:
     """The metadata table's base path of the data table at ``base_path``, if it has one."""
-    if base_path.rstrip("/").endswith(f"/{METAFOLDER}/{METADATA_FOLDER}"):
+    if is_metadata_table(base_path):
         return None  # a metadata table has none
     mdt = metadata_base_path(base_path)
     return mdt if storage.exists(posixpath.join(mdt, METAFOLDER, "hoodie.properties")) else None
+
+
+def is_metadata_table(base_path: str) -> bool:
+    return base_path.rstrip("/").endswith(f"/{METAFOLDER}/{METADATA_FOLDER}")
+
+
+def pending_rollback_of(timeline: ActiveTimeline, instant_time: str) -> Instant | None:
+    """The pending rollback (requested or inflight) whose plan targets ``instant_time``, if there is one."""
+    for pending in timeline.by_action(ROLLBACK).pending():
+        target = read_rollback_plan(timeline, pending.requested_time).get("instantToRollback") or {}
+        if target.get("commitTime") == instant_time:
+            return pending
+    return None
+
+
+def _drop_stale_rollback(storage: Storage, base_path: str, timeline: ActiveTimeline, rollback: Instant,
+                         target: Instant) -> None:
+    """A data table's pending rollback whose target completed after the rollback was planned (its writer, taken
+    for dead, went on): a data table's completed commit is never rolled back (its records were reported written).
+    If every file the commit names is there, the rollback deleted nothing of it and is dropped (its plan files
+    deleted); otherwise the commit lost files to it, and the table needs repair: an error names them."""
+    md = timeline.read_commit_metadata(target)
+    paths = [str(st["path"]) for sts in (md.get("partitionToWriteStats") or {}).values() for st in sts or ()
+             if st.get("path")]
+    missing = [p for p in paths if not storage.exists(posixpath.join(base_path, p))]
+    if missing:
+        raise PyHudiError(
+            f"{base_path}: rollback {rollback.requested_time} was planned for write {target.requested_time}, which "
+            f"completed after it; {len(missing)} file(s) of that commit are gone ({', '.join(missing[:3])}): its "
+            "records are lost, and the table needs repair (restore it from a copy, or write those records again)"
+        )
+    for inst in _instant_files(timeline, rollback.requested_time):
+        if not inst.is_completed:
+            timeline.storage.delete(timeline.path_of(inst), missing_ok=True)
 
 
 def _roll_back_metadata(storage: Storage, base_path: str, target: str, rollback_time: str, source: TimeSource) -> None:
@@ -174,7 +212,9 @@ def _execute(
     rollback_instant: Instant,
     plan: Mapping[str, Any],
     time_source: TimeSource,
-) -> RollbackResult:
+) -> RollbackResult | None:
+    """Carry out a rollback plan; None when it was dropped, its target being a data table's completed commit
+    (:func:`_drop_stale_rollback`)."""
     start = time.monotonic()
     storage = storage.rooted(base_path)
     target = plan.get("instantToRollback")
@@ -183,6 +223,10 @@ def _execute(
     t, action = str(target["commitTime"]), str(target["action"])
     # every name the plan gives is checked before anything changes (a crafted plan is refused whole)
     targets = rollback_targets(plan, timeline.path_of(Instant(rollback_instant.requested_time, ROLLBACK, State.REQUESTED)))
+    done_target = next((i for i in _instant_files(timeline, t) if i.is_completed), None)
+    if done_target is not None and not is_metadata_table(base_path):
+        _drop_stale_rollback(storage, base_path, timeline, rollback_instant, done_target)
+        return None
 
     inflight = rollback_instant
     if rollback_instant.state == State.REQUESTED:
@@ -194,8 +238,7 @@ def _execute(
     faults.at("rollback.inflight")
 
     _roll_back_metadata(storage, base_path, t, rollback_instant.requested_time, time_source)
-    done_target = any(i.is_completed for i in _instant_files(timeline, t))
-    if done_target:  # only metadata tables roll completed instants back; the instant goes before its files
+    if done_target is not None:  # a metadata table's deltacommit: the instant goes before its files
         _delete_instant_files(timeline, t, completed=True)
 
     per_partition: dict[str, tuple[list[str], list[str]]] = {}
@@ -269,7 +312,9 @@ def complete_pending_rollbacks(
     results = []
     for inst in tl.by_action(ROLLBACK).pending():
         plan = read_rollback_plan(tl, inst.requested_time)
-        results.append(_execute(storage, base_path, tl, inst, plan, time_source))
+        done = _execute(storage, base_path, tl, inst, plan, time_source)
+        if done is not None:
+            results.append(done)
         tl = tl.reload()
     return results
 
@@ -312,11 +357,12 @@ def rollback_instant(
     """
     tl = (timeline or ActiveTimeline.load(storage, base_path)).reload()
     t = instant.requested_time if isinstance(instant, Instant) else instant
-    for pending in tl.by_action(ROLLBACK).pending():
-        plan = read_rollback_plan(tl, pending.requested_time)
-        target = plan.get("instantToRollback") or {}
-        if target.get("commitTime") == t:
-            return _execute(storage, base_path, tl, pending, plan, time_source)
+    pending = pending_rollback_of(tl, t)
+    if pending is not None:
+        done = _execute(storage, base_path, tl, pending, read_rollback_plan(tl, pending.requested_time), time_source)
+        if done is not None:
+            return done
+        tl = tl.reload()  # dropped: its target completed
     current = tl.get(t)
     if current is None:
         if missing_ok:
@@ -332,7 +378,9 @@ def rollback_instant(
         r = next_time(time_source, latest)
     requested = tl.create_requested(ROLLBACK, r, plan)
     faults.at("rollback.planned")
-    return _execute(storage, base_path, tl, requested, plan, time_source)
+    done = _execute(storage, base_path, tl, requested, plan, time_source)
+    assert done is not None  # its target is pending, or a metadata table's
+    return done
 
 
 def rollback_failed_writes(
@@ -360,11 +408,11 @@ def delete_orphan_markers(storage: Storage, base_path: str, timeline: ActiveTime
     timeline after a rollback). ``timeline`` is read again after the listing, so a write that began meanwhile
     keeps its markers; a writer that completed deletes its own folder too, and either delete may find it gone.
 
-    An instant gone from the active timeline (not archived: not older than the first instant of its commits
-    timeline, which archival never passes, as file-system views take it) was rolled back:
-    the files its markers name were written after its rollback, by a writer that stalled past its heartbeat
-    and went on (:func:`delete_rolled_back_files`), and are deleted with them; nothing else would, and once
-    archival passed their instant a listing would take them for committed files."""
+    An instant gone from the active timeline and not held by the archived timeline was rolled back: the files
+    its markers name were written after its rollback, by a writer that stalled past its heartbeat and went on
+    (:func:`delete_rolled_back_files`), and are deleted with them; nothing else would, and once archival passed
+    their instant a listing would take them for committed files. The archived timeline is read only for a folder
+    older than the active timeline's first commit."""
     storage = storage.rooted(base_path)
     # the folders are listed before the timeline is read again: a writer puts its requested instant on the
     # timeline before its first marker, so every marker folder listed here belongs to an instant the timeline
@@ -377,11 +425,14 @@ def delete_orphan_markers(storage: Storage, base_path: str, timeline: ActiveTime
     pending = {i.requested_time for i in tl.pending()}
     known = {i.requested_time for i in tl}
     first = tl.commits().first()  # not a pending clean or rollback: archival goes past those
+    archived = ArchivedCompletionTimes(storage, base_path)  # reads nothing until asked
     removed = []
     for st in found:
         if st.name in pending:
             continue
-        if st.name not in known and first is not None and st.name >= first.requested_time:
+        # gone from the active timeline: rolled back, unless older than it and held by the archived timeline
+        # (a completed write whose writer died before deleting its markers, archived since)
+        if st.name not in known and (first is None or st.name >= first.requested_time or not archived([st.name])):
             delete_rolled_back_files(storage, base_path, st.name)
         markers.delete_markers(storage, base_path, st.name)
         removed.append(st.name)

@@ -278,10 +278,25 @@ class _Completion:
         self._as_of = as_of
         self._completed_by = completed_by
         self.answered_archived = False  # whether completion_time() answered for an archived instant
+        #: when set, the pre-timeline instants the archived timeline holds: only those count as archived
+        self.held_archived: frozenset[str] | None = None
 
     def is_archived(self, instant: str) -> bool:
-        """Older than the active timeline and not on it: archived, hence completed."""
-        return instant not in self._known and self._start is not None and instant < self._start
+        """Older than the active timeline and not on it: archived, hence completed (with
+        :attr:`held_archived`, only if the archived timeline holds it)."""
+        return (instant not in self._known and self._start is not None and instant < self._start
+                and (self.held_archived is None or instant in self.held_archived))
+
+    def verify_archived(self, partition_files: Mapping[str, Sequence[FileEntry]],
+                        archived: ArchivedCompletions) -> None:
+        """Count as archived only the pre-timeline instants of ``partition_files`` that ``archived`` holds."""
+        old = set()
+        for entries in partition_files.values():
+            for e in entries:
+                parsed = parse_data_file_name(e.name)
+                if parsed is not None and self.is_archived(parsed.instant):
+                    old.add(parsed.instant)
+        self.held_archived = frozenset(archived(old)) if old else frozenset()
 
     def completion_time(self, instant: str) -> str | None:
         """The completion time, or None if the instant is not completed (or after ``as_of``, or completed after
@@ -395,11 +410,19 @@ class FileSystemView:
         completed_by: str | None = None,
         archived: ArchivedCompletions | None = None,
         table: str = "",
+        verify_archived: bool = False,
     ) -> FileSystemView:
         """Build file groups from ``partition -> files`` and the (commits) timeline. ``archived``: where the
         completion times of archived deltacommits are looked up when one decides a log file's slice (without it
-        such a log file is an error); ``table`` names the table in errors."""
+        such a log file is an error); ``table`` names the table in errors. ``verify_archived`` (with
+        ``archived``): a file whose instant is older than the active timeline is visible only if the archived
+        timeline holds that instant (a view that decides what to delete: a file a rolled-back writer left behind,
+        once archival passed its instant, is not a committed file version)."""
         completion = _Completion(timeline, as_of, completed_by)
+        if verify_archived and archived is not None:
+            listed = {p: list(es) for p, es in partition_files.items()}
+            completion.verify_archived(listed, archived)
+            partition_files = listed
         replaced_sets = {p: frozenset(ids) for p, ids in (replaced or {}).items()}
         groups: dict[str, list[FileGroup]] = {}
         # partitions whose groups wait for archived completion times (all of them for a view ending at completed_by)

@@ -10,8 +10,9 @@
    brought in line with the options (created, partitions dropped, the record index built inline when asked
    for), then ``<t>.<action>.requested`` and the inflight instant are written.
 3. The producer writes the data files (Spark tasks; markers first) and returns its write stats.
-4. **Commit** (under the lock): this write's heartbeat must still be its own; the timeline is reloaded and the
-   write checked against what completed since it began (optimistic concurrency: the file groups both touched,
+4. **Commit** (under the lock): this write's heartbeat must still be its own, and its instant still pending with
+   no rollback of it begun (a writer that stalled past its heartbeat's tolerance may have been taken for dead);
+   the timeline is reloaded and the write checked against what completed since it began (optimistic concurrency: the file groups both touched,
    :mod:`pyhudi.txn.conflict`; single writer: any other write); the metadata table's deltacommit is applied (files
    partition, record index: in commit order, so the index never points at a losing writer's file); the data
    files of failed or speculative task attempts (named by a marker, not by a write stat) are deleted; the instant
@@ -67,6 +68,7 @@ from pyhudi.services.rollback import (
     ROLLBACK_ACTIONS,
     RollbackResult,
     delete_rolled_back_files,
+    pending_rollback_of,
     rollback_failed_writes,
     rollback_instant,
 )
@@ -473,6 +475,11 @@ class WriteTransaction:
             ):
                 raise PyHudiError(f"{self.base_path}: instant {self.instant} left the timeline (rolled back by "
                                   "another writer?); the write is abandoned")
+            rolling_back = pending_rollback_of(now, self.instant)
+            if rolling_back is not None:  # taken for dead while it stalled: the rollback may have deleted files
+                raise PyHudiError(f"{self.base_path}: rollback {rolling_back.requested_time} of instant {self.instant} "
+                                  "is pending (its heartbeat expired while the write stalled, and another process "
+                                  "began rolling it back); the write is abandoned")
             self._check_not_turned_schema_on_read(now)
             history = self._history_since_begin(now)
             self._check_concurrent(now, metadata, history, job)

@@ -194,3 +194,28 @@ def test_validate_names_a_clean_that_stopped_after_deleting_files(spark, tmp_pat
     assert done is not None and done.requested_time == pending
     rep = validate_table(Table.open(base))
     assert rep.ok, rep.to_dict()
+
+
+def test_a_rolled_back_writers_leftover_older_than_the_active_timeline_is_no_file_version(tmp_path: Path) -> None:
+    """A writer stalled past its heartbeat, was rolled back, then its task wrote a base file named with its
+    instant, and archival has passed that instant since (the file's writer was killed before it could delete it):
+    the file is not a committed version. Taken for the latest version of its file group, it made the clean
+    delete the committed base file before it, which the latest snapshot reads."""
+    from pyhudi.services.archive import archive
+    from pyhudi.table.lsm_timeline import ArchivedCompletionTimes
+
+    base = make_table(tmp_path / "t")
+    clock = Clock()
+    first = commit(base, clock, {P: [("aaaa-0", [("k1", 1), ("k2", 1)])]})
+    stalled = clock()  # its instant, rolled back: on no timeline
+    for i in range(8):  # other file groups: archival passes the stalled instant
+        commit(base, clock, {P: [("bbbb-0", [("k9", i)])]})
+    archive(LOCAL, base, None, {"hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3"})
+    tl = ActiveTimeline.load(LOCAL, base)
+    assert min(i.requested_time for i in tl.commits()) > stalled
+    assert ArchivedCompletionTimes(LOCAL, base)([first, stalled]).keys() == {first}
+    leftover = Path(base) / P / f"aaaa-0_0-1-0_{stalled}.parquet"
+    leftover.write_bytes((Path(base) / P / f"aaaa-0_0-1-0_{first}.parquet").read_bytes())
+    clean(LOCAL, base, None, 1, clock)
+    assert _versions(base) == sorted([first, stalled])  # the committed version stays (nothing decides on the leftover)
+    assert _versions(base, "bbbb-0")[-1] == max(i.requested_time for i in tl.commits())

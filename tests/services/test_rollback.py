@@ -200,8 +200,10 @@ def test_orphan_markers_of_a_write_that_began_after_the_timeline_was_read_are_ke
 def test_files_a_rolled_back_writer_wrote_afterwards_are_deleted(tmp_path: Path) -> None:
     """A writer that stalled past its heartbeat was rolled back, then went on: its tasks wrote files (and their
     markers) named with its instant, gone from the timeline. The next rollback pass deletes them, by their
-    markers; a completed write's files named by leftover markers stay, and so do files of an instant older than
-    the active timeline (an archived, completed write's)."""
+    markers, also once archival passed their instant; a completed write's files named by leftover markers stay,
+    also once it was archived (the archived timeline holds it)."""
+    from pyhudi.services.archive import archive
+
     base, clock, good, bad = _failed_table(tmp_path)
     rollback_failed_writes(LOCAL, base, None, clock)
     assert _data_files(base) == [f"region=eu/aaaa-0_0-1-0_{good}.parquet"]
@@ -209,16 +211,25 @@ def test_files_a_rolled_back_writer_wrote_afterwards_are_deleted(tmp_path: Path)
     late = Path(base) / "region=us" / f"dddd-0_0-2-0_{bad}.parquet"
     late.write_bytes(b"PAR1")
     markers.create_marker(LOCAL, base, bad, "region=us", late.name, "CREATE")
-    # a completed write's leftover marker, and one of an instant before the active timeline's first
+    # a completed write's leftover marker
     markers.create_marker(LOCAL, base, good, "region=eu", f"aaaa-0_0-1-0_{good}.parquet", "CREATE")
-    old = "19990101000000000"
-    kept = Path(base) / "region=eu" / f"eeee-0_0-1-0_{old}.parquet"
-    kept.write_bytes(b"PAR1")
-    markers.create_marker(LOCAL, base, old, "region=eu", kept.name, "CREATE")
     assert rollback_failed_writes(LOCAL, base, None, clock) == []
-    assert not late.exists() and kept.exists()
-    assert _data_files(base) == [f"region=eu/aaaa-0_0-1-0_{good}.parquet", f"region=eu/{kept.name}"]
-    assert not any(markers.markers_exist(LOCAL, base, t) for t in (bad, good, old))
+    assert not late.exists()
+    assert _data_files(base) == [f"region=eu/aaaa-0_0-1-0_{good}.parquet"]
+    assert not any(markers.markers_exist(LOCAL, base, t) for t in (bad, good))
+
+    # the same once archival passed both instants: a rolled-back one's file goes, an archived write's stays
+    later = [commit(base, clock, {"region=eu": [("bbbb-0", [("k5", i)])]}) for i in range(6)]
+    archive(LOCAL, base, None, {"hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3"})
+    first = min(i.requested_time for i in ActiveTimeline.load(LOCAL, base).commits())
+    assert good < bad < first
+    late.write_bytes(b"PAR1")
+    markers.create_marker(LOCAL, base, bad, "region=us", late.name, "CREATE")
+    markers.create_marker(LOCAL, base, good, "region=eu", f"aaaa-0_0-1-0_{good}.parquet", "CREATE")
+    assert rollback_failed_writes(LOCAL, base, None, clock) == []
+    assert not late.exists()
+    assert f"region=eu/aaaa-0_0-1-0_{good}.parquet" in _data_files(base)
+    assert not any(markers.markers_exist(LOCAL, base, t) for t in (bad, good, *later))
 
 
 def test_files_a_writer_wrote_while_its_rollback_ran_are_deleted(tmp_path: Path) -> None:
@@ -237,3 +248,32 @@ def test_files_a_writer_wrote_while_its_rollback_ran_are_deleted(tmp_path: Path)
     assert not late.exists() and not markers.markers_exist(LOCAL, base, bad)
     assert _data_files(base) == [f"region=eu/aaaa-0_0-1-0_{good}.parquet"]
 
+
+
+@pytest.mark.parametrize("step", ["inflight", "files_deleted"])
+def test_a_rollback_whose_target_completed_meanwhile_never_deletes_the_commit(tmp_path: Path, step: str) -> None:
+    """A rollback of a pending write stopped part way; the write then completed (a writer that does not check for
+    a pending rollback of its instant). Finishing the rollback would delete a completed commit, whose records were
+    reported written: it is dropped when it deleted nothing, and refused, naming the files, when it did."""
+    from pyhudi.errors import PyHudiError
+
+    base = make_table(tmp_path / "t")
+    clock = Clock()
+    commit(base, clock, {"region=eu": [("aaaa-0", [("k1", 1)])]})
+
+    def rolled_back_part_way(t: str, md: dict[str, object]) -> None:
+        with faults.inject(f"rollback.{step}"), pytest.raises(faults.InjectedFault):
+            rollback_instant(LOCAL, base, t, clock)
+
+    late = commit(base, clock, {"region=eu": [("bbbb-0", [("k3", 3)])]}, before_complete=rolled_back_part_way)
+    tl = ActiveTimeline.load(LOCAL, base)
+    assert tl.get(late).is_completed and len(list(tl.by_action("rollback").pending())) == 1
+    if step == "inflight":
+        assert rollback_failed_writes(LOCAL, base, None, clock) == []
+        tl = tl.reload()
+        assert not list(tl.by_action("rollback")) and tl.get(late).is_completed
+        assert f"region=eu/bbbb-0_0-1-0_{late}.parquet" in _data_files(base)
+    else:
+        with pytest.raises(PyHudiError, match=f"completed after it; 1 file.*bbbb-0_0-1-0_{late}.parquet"):
+            rollback_failed_writes(LOCAL, base, None, clock)
+        assert tl.reload().get(late).is_completed

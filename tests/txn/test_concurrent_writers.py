@@ -297,6 +297,40 @@ def test_a_stalled_writer_rolled_back_leaves_no_files_when_it_goes_on(spark, tmp
     _check(base, model)
 
 
+@pytest.mark.parametrize("point", ["rollback.inflight", "rollback.files_deleted"])
+def test_a_stalled_writer_whose_rollback_stopped_part_way_does_not_commit(spark, tmp_path: Path, point: str) -> None:  # type: ignore[no-untyped-def]
+    """A writer stalled past its heartbeat's tolerance is taken for dead, and the cleaner's rollback of it stops
+    part way (before or after deleting its files), leaving the rollback pending and the instant inflight. When
+    the writer goes on, its heartbeat beats again: its commit still fails, the rollback being under way (it
+    reported success, and the pending rollback then deleted its completed commit). The next rollback pass
+    finishes the rollback."""
+    from pyhudi import faults
+
+    base = str(tmp_path / "t")
+    model = _seed(spark, base)
+    hb = {"hoodie.client.heartbeat.interval_in_ms": "1000", "hoodie.client.heartbeat.tolerable.misses": "2"}
+    opts = {**OPTS, **OCC_OPTS, **hb}
+    cli = [a for k, v in {**OCC_OPTS, **hb}.items() for a in ("--option", f"{k}={v}")]
+    a, release = _start(tmp_path, base, "a", rows(range(0, 20, 2), ts=5, v=0.5), *cli, fault="wait_before_commit")
+    try:
+        (a_instant,) = _pending(base)
+        os.killpg(a.pid, signal.SIGSTOP)
+        time.sleep(4)  # its heartbeat expires
+        with faults.inject(point), pytest.raises(faults.InjectedFault):
+            Table.open(base).clean(options=opts)
+        assert _pending(base) == [a_instant]
+    finally:
+        os.killpg(a.pid, signal.SIGCONT)
+        time.sleep(1.5)  # its heartbeat thread beats again before the commit
+        code, out = _finish(a, release, tmp_path, "a")
+    assert code != 0 and f"of instant {a_instant} is pending" in out, out[-3000:]
+    Table.open(base).clean(options=opts)
+    assert _pending(base) == [] and files_with_instant(base, a_instant) == []
+    tl = Table.open(base).timeline()
+    assert [i.action for i in tl.completed()] == ["commit", "rollback"]
+    _check(base, model)
+
+
 @pytest.mark.parametrize("same_partition", [False, True])
 def test_optimistic_writers_inserting_one_new_key_the_later_fails(spark, tmp_path: Path, same_partition: bool) -> None:  # type: ignore[no-untyped-def]
     """Two writers that both insert the same new key (into other partitions, or other file groups of one) touch no
