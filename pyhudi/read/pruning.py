@@ -246,9 +246,10 @@ def _wrapped(v: Any, t: pa.DataType | None = None, value_type: Any = None) -> tu
 
 
 def column_stats(table: TableLike, timeline: ActiveTimeline, columns: Sequence[str], files: Sequence[tuple[str, str]],
-                 schema: pa.Schema | None = None) -> dict[str, dict[str, Stats]]:
-    """file name -> column -> statistics of ``files`` ((partition, file name), looked up by key) from the metadata
-    table's ``column_stats`` partition (empty when the table has none)."""
+                 schema: pa.Schema | None = None) -> dict[tuple[str, str], dict[str, Stats]]:
+    """(partition, file name) -> column -> statistics of ``files`` ((partition, file name), looked up by key) from
+    the metadata table's ``column_stats`` partition (empty when the table has none). A file is named by its
+    partition too: file ids are unique within a partition only, so two partitions may hold files of one name."""
     from pyhudi.metadata.column_stats import column_stats_key
     from pyhudi.metadata.reader import MetadataTableReader, has_metadata_table
 
@@ -259,16 +260,16 @@ def column_stats(table: TableLike, timeline: ActiveTimeline, columns: Sequence[s
     if COLUMN_STATS not in reader.partitions():
         return {}
     wanted = set(columns)
-    keys = [column_stats_key(c, part, name) for part, name in files for c in columns]
-    out: dict[str, dict[str, Stats]] = {}
-    for rec in reader.lookup(COLUMN_STATS, keys).values():
+    file_of = {column_stats_key(c, part, name): (part, name) for part, name in files for c in columns}
+    out: dict[tuple[str, str], dict[str, Stats]] = {}
+    for key, rec in reader.lookup(COLUMN_STATS, list(file_of)).items():
         cs = rec.fields.get("ColumnStatsMetadata")
         if not cs or cs.get("isDeleted") or cs.get("columnName") not in wanted:
             continue
         col = str(cs["columnName"])
         t = schema.field(col).type if schema is not None and col in schema.names else None
         vt = cs.get("valueType")
-        out.setdefault(str(cs["fileName"]), {})[col] = Stats(
+        out.setdefault(file_of[key], {})[col] = Stats(
             _wrapped(cs.get("minValue"), t, vt), _wrapped(cs.get("maxValue"), t, vt), cs.get("nullCount"),
             cs.get("valueCount"))
     return out
@@ -286,7 +287,7 @@ def prune_by_stats(table: TableLike, timeline: ActiveTimeline, slices: Sequence[
         return list(slices)
     keep = []
     for sl in slices:
-        names = [n.rsplit("/", 1)[-1] for n in ((sl.base_file,) if sl.base_file else ()) + sl.log_files]
+        names = [(sl.partition, n.rsplit("/", 1)[-1]) for n in ((sl.base_file,) if sl.base_file else ()) + sl.log_files]
         # pruned only when every file has statistics and none of them may hold a match
         if names and all(n in stats for n in names) and not any(all_may_match(preds, stats[n]) for n in names):
             continue

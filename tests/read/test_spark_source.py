@@ -217,6 +217,35 @@ def test_written_table_pruning_and_results(spark, reader, written: str) -> None:
     assert [r.n for r in old.where("id = 'k00390'").collect()] == [390]
 
 
+def test_column_stats_of_files_of_one_name_in_two_partitions(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A file id is unique within its partition only (Hudi's bucket index names the file groups of every partition
+    alike): files of one name in two partitions are judged by their own statistics, never by the other's."""
+    import os
+
+    base = str(tmp_path / "t")
+    schema = pa.schema([("id", pa.int64()), ("ts", pa.int64()), ("p", pa.string()), ("i", pa.int32())])
+    opts = {"hoodie.table.name": "t", "hoodie.datasource.write.recordkey.field": "id",
+            "hoodie.datasource.write.partitionpath.field": "p", "hoodie.table.ordering.fields": "ts"}
+    no_mdt = {**opts, "hoodie.metadata.enable": "false"}
+
+    def write(batch: list[dict[str, Any]], o: dict[str, str]) -> None:
+        Table.open(base).write(spark.createDataFrame(pa.Table.from_pylist(batch, schema)), "insert", o)
+
+    Table.create(base, schema, no_mdt)
+    write([{"id": 1, "ts": 1, "p": "a", "i": 1}, {"id": 2, "ts": 1, "p": "b", "i": 100}], no_mdt)
+    (fa,) = [f for f in os.listdir(f"{base}/a") if f.endswith(".parquet")]
+    (fb,) = [f for f in os.listdir(f"{base}/b") if f.endswith(".parquet")]
+    os.rename(f"{base}/b/{fb}", f"{base}/b/{fa}")  # b's file group takes a's file id
+    write([{"id": 3, "ts": 1, "p": "c", "i": 5}], {**opts, "hoodie.metadata.index.column.stats.enable": "true"})
+    for cond, want in (("i = 1", [(1, "a")]), ("i > 50", [(2, "b")]), ("i < 50", [(1, "a"), (3, "c")])):
+        for native in ("true", "false"):
+            got = (spark.read.format("hudi").option("pyhudi.read.spark.parquet", native).load(base).where(cond)
+                   .select("id", "p").collect())
+            assert sorted(tuple(r) for r in got) == want, (cond, native)
+    _, rep = plan_query({"path": base}, (Pred("i", EQ, 1),))
+    assert "column_stats" in rep.steps and rep.files_read == 1
+
+
 def test_row_groups_skipped_by_statistics(tmp_path: Path) -> None:
     """A base file of 10 row groups, sorted by ts: a range query reads one of them; a file slice with log
     records reads them all (a log record may replace a base row)."""
