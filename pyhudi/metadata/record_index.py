@@ -828,11 +828,12 @@ def record_index_lookup(
 
 
 def new_keys_held(lookup: RecordIndexLookup, status_df: Any, changed: int | None,
-                  limit: int = 5) -> list[tuple[str, str, str]]:
+                  limit: int = 5, within: set[str] | None = None) -> list[tuple[str, str, str]]:
     """Keys a write inserts as new records (the WriteStatus rows' inserted keys it does not also delete: not moved)
-    that ``lookup`` holds: (key, partition, file id) of up to ``limit`` of them. With ``lookup`` the record index as
-    of a commit's lock, these are keys a write that completed meanwhile inserted too. On the driver for a write of at
-    most :data:`DRIVER_UPDATE_MAX_KEYS` changed keys (``changed``), else in Spark tasks."""
+    that ``lookup`` holds (in file groups of the ids ``within``, when given): (key, partition, file id) of up to
+    ``limit`` of them. With ``lookup`` the record index as of a commit's lock, these are keys a write that completed
+    meanwhile inserted too. On the driver for a write of at most :data:`DRIVER_UPDATE_MAX_KEYS` changed keys
+    (``changed``), else in Spark tasks."""
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import from_arrow_schema
 
@@ -845,12 +846,19 @@ def new_keys_held(lookup: RecordIndexLookup, status_df: Any, changed: int | None
             keys = keys.filter(pc.invert(pc.is_in(keys, value_set=deleted.combine_chunks().cast(pa.string()))))
         if not len(keys):
             return []
-        found = lookup.lookup(keys.combine_chunks()).slice(0, limit)
+        found = lookup.lookup(keys.combine_chunks())
+        if within is not None:
+            ids = pa.array(sorted(within), pa.string()).cast(found.schema.field("file_id").type)
+            found = found.filter(pc.is_in(found.column("file_id"), value_set=ids))
+        found = found.slice(0, limit)
         return list(zip(*(found.column(c).to_pylist() for c in ("key", "partition", "file_id")), strict=True))
     ins = status_df.select("partition", "file_id", "inserted_keys").mapInArrow(
         _inserted_key_rows, from_arrow_schema(_INSERTED_ROWS_SCHEMA)).select("key")
     ins = ins.join(status_df.select(F.explode("deleted_keys").alias("key")), "key", "left_anti")
-    held = tag_in_place(ins, lookup, "key", "__p", "__f").filter(F.col("__f").isNotNull()).limit(limit).collect()
+    held = tag_in_place(ins, lookup, "key", "__p", "__f").filter(F.col("__f").isNotNull())
+    if within is not None:
+        held = held.filter(F.col("__f").isin(sorted(within)))
+    held = held.limit(limit).collect()
     return [(r["key"], r["__p"], r["__f"]) for r in held]
 
 

@@ -5,11 +5,18 @@ was taken (and with compactions and clustering planned meanwhile): two writes co
 group in common (files written, file groups replaced, file groups a plan operates on). The later writer fails
 with :class:`ConcurrentWriteConflict` naming the file groups and the other instant; a compaction that completed
 with an instant before the writer's is tolerated (the writer's log files went to the new file slice), as in Hudi.
+
+An overwrite (``insert_overwrite``, ``delete_partition``: the partitions it writes or names are replaced whole;
+``insert_overwrite_table``: the whole table) decides which file groups it replaces when it begins, so a file group
+another write adds meanwhile to a partition it overwrites would survive it, and a key written by both would be
+held twice: an overwrite also conflicts with any write that touched a file group in a partition it overwrites
+(Apache Hudi's file-group check lets both commit).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pyhudi.errors import ConcurrentWriteConflict
@@ -30,8 +37,11 @@ if TYPE_CHECKING:
 
 FileGroupKey = tuple[str, str]  # (partition path, file id)
 
-__all__ = ["ConcurrentWriteConflict", "completed_writes_since", "find_conflict", "touched_file_groups"]
+__all__ = ["ConcurrentWriteConflict", "Footprint", "completed_writes_since", "find_conflict", "touched_file_groups"]
 WRITE_ACTIONS = frozenset({COMMIT, DELTA_COMMIT, REPLACE_COMMIT})
+#: operation types (commit metadata ``operationType``) that replace the partitions they write or name, whole
+PARTITION_OVERWRITES = frozenset({"INSERT_OVERWRITE", "DELETE_PARTITION"})
+TABLE_OVERWRITE = "INSERT_OVERWRITE_TABLE"
 
 
 def touched_file_groups(metadata: Mapping[str, Any]) -> set[FileGroupKey]:
@@ -45,6 +55,39 @@ def touched_file_groups(metadata: Mapping[str, Any]) -> set[FileGroupKey]:
     for part, ids in (metadata.get("partitionToReplaceFileIds") or {}).items():
         out.update((str(part), str(f)) for f in ids or ())
     return out
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """What a write touched, for conflict detection: its file groups, and the partitions it replaced whole."""
+
+    file_groups: frozenset[FileGroupKey]
+    overwritten: frozenset[str] = field(default=frozenset())  #: partitions replaced whole
+    whole_table: bool = False  #: every partition replaced (``insert_overwrite_table``)
+
+    @classmethod
+    def of(cls, metadata: Mapping[str, Any]) -> Footprint:
+        """The footprint of a commit's (or a committing write's) metadata."""
+        groups = frozenset(touched_file_groups(metadata))
+        op = metadata.get("operationType")
+        if op == TABLE_OVERWRITE:
+            return cls(groups, whole_table=True)
+        if op in PARTITION_OVERWRITES:
+            parts = {str(p) for p in (metadata.get("partitionToReplaceFileIds") or {})}
+            parts |= {str(p) for p in (metadata.get("partitionToWriteStats") or {})}
+            return cls(groups, frozenset(parts))
+        return cls(groups)
+
+    def replaces(self, partition: str) -> bool:
+        return self.whole_table or partition in self.overwritten
+
+    def shared_with(self, other: Footprint) -> set[FileGroupKey]:
+        """The file groups that make the two conflict: touched by both, or touched by one in a partition the other
+        overwrote."""
+        out = set(self.file_groups & other.file_groups)
+        out.update(g for g in other.file_groups if self.replaces(g[0]))
+        out.update(g for g in self.file_groups if other.replaces(g[0]))
+        return out
 
 
 def plan_file_groups(plan: Mapping[str, Any] | None) -> set[FileGroupKey]:
@@ -85,23 +128,24 @@ def _candidates(start: Timeline, now: ActiveTimeline, instant: str,
 
 
 def find_conflict(
-    start: Timeline, now: ActiveTimeline, instant: str, touched: set[FileGroupKey],
+    start: Timeline, now: ActiveTimeline, instant: str, touched: Footprint | set[FileGroupKey],
     history: FullTimeline | None = None,
 ) -> tuple[str, set[FileGroupKey]] | None:
-    """The first instant that completed (or was planned) since ``start`` and shares file groups with
-    ``touched``: (its time and action, the shared groups); None when there is none. ``history``: the archived
-    and active instants, when archival ran since ``start`` (an instant may have completed and been archived
-    meanwhile)."""
+    """The first instant that completed (or was planned) since ``start`` and conflicts with ``touched`` (this
+    write's footprint, or its file groups): (its time and action, the file groups that conflict); None when there
+    is none. ``history``: the archived and active instants, when archival ran since ``start`` (an instant may have
+    completed and been archived meanwhile)."""
+    mine = touched if isinstance(touched, Footprint) else Footprint(frozenset(touched))
     source: Timeline = history if history is not None else now
     for other in sorted(_candidates(start, now, instant, history), key=lambda i: i.requested_time):
         if other.is_completed:
             md = source.read_commit_metadata(other)  # type: ignore[attr-defined]
             if md.get("operationType") in ("COMPACT", "LOG_COMPACT") and other.requested_time < instant:
                 continue  # tolerated, as in Hudi: the writer's files went to the compacted slice
-            groups = touched_file_groups(md)
+            theirs = Footprint.of(md)
         else:
-            groups = plan_file_groups(now.read_content(other))
-        shared = groups & touched
+            theirs = Footprint(frozenset(plan_file_groups(now.read_content(other))))
+        shared = mine.shared_with(theirs)
         if shared:
             return f"{other.requested_time} ({other.action})", shared
     return None

@@ -98,7 +98,7 @@ from pyhudi.table.timeline import (
     InstantTimeGenerator,
     Timeline,
 )
-from pyhudi.txn.conflict import completed_writes_since, find_conflict, touched_file_groups
+from pyhudi.txn.conflict import Footprint, completed_writes_since, find_conflict
 from pyhudi.txn.heartbeat import (
     Heartbeat,
     HeartbeatConfig,
@@ -552,7 +552,7 @@ class WriteTransaction:
         """``history``: :meth:`_history_since_begin` of ``now``."""
         assert self.instant is not None and self.begun is not None
         if self.concurrency.optimistic:
-            found = find_conflict(self.begun, now, self.instant, touched_file_groups(metadata), history)
+            found = find_conflict(self.begun, now, self.instant, Footprint.of(metadata), history)
             if found is not None:
                 other, groups = found
                 raise ConcurrentWriteConflict(self.base_path, self.instant, other, sorted(groups))
@@ -576,7 +576,7 @@ class WriteTransaction:
         without a record index keep Hudi's behaviour."""
         assert self.instant is not None and self.begun is not None
         status_df = getattr(producer, "status_df", None)
-        if not self.concurrency.optimistic or not producer.uses_index or status_df is None:
+        if not self.concurrency.optimistic or not producer.inserts_unique_keys or status_df is None:
             return
         source: Timeline = history if history is not None else now
         inserted: dict[str, set[str]] = {}  # other instant -> the file ids it inserted into
@@ -586,12 +586,15 @@ class WriteTransaction:
                     for st in sts or () if st.get("numInserts")}
             if fids:
                 inserted[f"{other.requested_time} ({other.action})"] = fids
-        if not inserted or producer.index_changes == producer.index_deletes:
+        if not inserted or (producer.index_changes is not None and producer.index_changes == producer.index_deletes):
             return
         lookup = record_index_lookup(self.storage, self.base_path, now, self.config())
         if lookup is None:
             return
-        held = new_keys_held(lookup, status_df, producer.index_changes)
+        # a write that did not look its keys up (an overwrite) may find the keys it writes again where they were
+        # stored before it: only those in file groups the writes of meanwhile inserted into count
+        within = None if producer.uses_index else set().union(*inserted.values())
+        held = new_keys_held(lookup, status_df, producer.index_changes, within=within)
         if held:
             by = next((o for o, fids in inserted.items() if held[0][2] in fids), next(iter(inserted)))
             raise ConcurrentKeyConflict(self.base_path, self.instant, by, held)

@@ -164,6 +164,13 @@ class WriteProducer:
     # base HFiles compress to about a quarter fewer bytes per entry.
     numbered_file_ids = False
 
+    @property
+    def inserts_unique_keys(self) -> bool:
+        """Whether the keys this write inserts must not be held elsewhere in the table (it looked them up, or
+        its global index says a key is unique in the table): with optimistic concurrency, its commit checks that
+        no write that completed meanwhile inserted them."""
+        return self.uses_index
+
     def __init__(self, job: WriteJob) -> None:
         self.job = job
         self.cfg = job.config
@@ -1246,6 +1253,11 @@ class InsertOverwriteProducer(WriteProducer):
         super().__init__(job)
         self.replaced: dict[str, list[str]] = {}
         self._profile: dict[str, int] = {}
+
+    @property
+    def inserts_unique_keys(self) -> bool:
+        # the whole table's overwrite conflicts with any concurrent write (pyhudi.txn.conflict)
+        return self.cfg.is_global_index and not self.overwrites_table
 
     def prepare(self, df: DataFrame) -> DataFrame:
         from pyspark.sql import functions as F

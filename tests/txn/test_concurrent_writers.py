@@ -70,12 +70,14 @@ def _input(tmp: Path, name: str, batch: list) -> str:
     return str(path)
 
 
-def _start(tmp: Path, base: str, name: str, batch: list, *extra: str, fault: str) -> tuple[subprocess.Popen, Path]:
-    """A ``pyhudi write`` upsert that stops at a fault point until released (returns the process, the release file)."""
+def _start(tmp: Path, base: str, name: str, batch: list, *extra: str, fault: str,
+           operation: str = "upsert") -> tuple[subprocess.Popen, Path]:
+    """A ``pyhudi write`` (an upsert) that stops at a fault point until released (returns the process, the release
+    file)."""
     release = tmp / f"{name}.release"
     log = (tmp / f"{name}.log").open("w")
     proc = subprocess.Popen(
-        [PYHUDI, "write", base, "--input", _input(tmp, name, batch), "--operation", "upsert", *CLI_KEYS, *extra,
+        [PYHUDI, "write", base, "--input", _input(tmp, name, batch), "--operation", operation, *CLI_KEYS, *extra,
          "--json"],
         stdout=log, stderr=subprocess.STDOUT, env=cli_env(**{FAULT_ENV: fault, RELEASE_ENV: str(release)}),
         start_new_session=True,
@@ -344,4 +346,32 @@ def test_optimistic_writers_inserting_one_new_key_the_later_fails(spark, tmp_pat
     extra = {"hoodie.parquet.small.file.limit": "0"}  # inserts into new file groups: no file group in common
     _, out = _a_loses_to_b(spark, tmp_path, base, model, a_batch, b_batch, extra)
     assert "k100" in out, out[-3000:]
+    _check(base, model)
+
+
+@pytest.mark.parametrize("same_partition", [True, False])
+def test_an_overwrite_and_a_write_of_a_new_key_meanwhile_the_overwrite_fails(spark, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                                                              same_partition: bool) -> None:
+    """An ``insert_overwrite`` of partition a (with the new key k100) is held before its commit while another
+    writer upserts k100 into a new file group of partition a, or of partition b. The overwrite planned which file
+    groups it replaces when it began, so the other writer's survives it, and both would commit (Apache Hudi's
+    file-group check lets them): k100 would be held twice. The overwrite fails: a write into a partition it
+    overwrites conflicts with it, and with the global record index the keys it inserts are looked up again."""
+    base = str(tmp_path / "t")
+    model = _seed(spark, base)
+    extra = {"hoodie.parquet.small.file.limit": "0"}  # the upsert's insert goes to a new file group
+    cli = [a for k, v in {**OCC_OPTS, **extra}.items() for a in ("--option", f"{k}={v}")]
+    overwrite = rows([100, 102], p="a", ts=5, v=0.5)
+    a, release = _start(tmp_path, base, "a", overwrite, *cli, fault="wait_before_commit", operation="insert_overwrite")
+    try:
+        (a_instant,) = _pending(base)
+        b_batch = rows([100], p="a" if same_partition else "b", ts=3, v=0.25)
+        b_instant = _write(spark, base, b_batch, {**OCC_OPTS, **extra})
+        apply(model, "upsert", b_batch)
+    finally:
+        code, out = _finish(a, release, tmp_path, "a")
+    assert code != 0 and f"write {a_instant} conflicts with {b_instant}" in out, out[-3000:]
+    if not same_partition:
+        assert "k100" in out, out[-3000:]
+    assert files_with_instant(base, a_instant) == []
     _check(base, model)

@@ -11,7 +11,13 @@ from pyhudi import config as C
 from pyhudi.errors import ConfigError
 from pyhudi.io.storage import Storage
 from pyhudi.table.timeline import ActiveTimeline
-from pyhudi.txn.conflict import completed_writes_since, find_conflict, plan_file_groups, touched_file_groups
+from pyhudi.txn.conflict import (
+    Footprint,
+    completed_writes_since,
+    find_conflict,
+    plan_file_groups,
+    touched_file_groups,
+)
 from pyhudi.txn.transaction import Concurrency
 from tests.support.fabricate import Clock, make_table
 from tests.support.storage import LOCAL
@@ -57,6 +63,38 @@ def test_overlap_is_found_disjoint_is_not(tmp_path: Path) -> None:
     assert found is not None and found[0].startswith(other) and found[1] == {("b", "f3")}
     assert [i.requested_time for i in completed_writes_since(start, now, me)] == [other]
     assert completed_writes_since(now, now, me) == []
+
+
+def test_an_overwrite_conflicts_with_any_write_into_a_partition_it_replaces() -> None:
+    """An overwrite plans the file groups it replaces when it begins: a file group another write added meanwhile
+    to a partition it overwrites would survive it (a key both wrote held twice), so they conflict, either way
+    round; the whole table's overwrite conflicts with any write."""
+    ovw = Footprint.of(_md({"a": ["n1"]}, {"a": ["f1"]}, op="INSERT_OVERWRITE"))
+    assert ovw.overwritten == {"a"} and not ovw.whole_table
+    added = Footprint.of(_md({"a": ["f2"]}))  # a new file group of partition a
+    elsewhere = Footprint.of(_md({"b": ["f3"]}))
+    assert ovw.shared_with(added) == added.shared_with(ovw) == {("a", "f2")}
+    assert ovw.shared_with(elsewhere) == set()
+    other_ovw = Footprint.of(_md({"a": ["n2"]}, {"a": []}, op="INSERT_OVERWRITE"))  # two overwrites of one partition
+    assert ovw.shared_with(other_ovw) == {("a", "f1"), ("a", "n1"), ("a", "n2")}
+    dropped = Footprint.of(_md({}, {"b": ["f3"]}, op="DELETE_PARTITION"))
+    assert dropped.overwritten == {"b"} and dropped.shared_with(Footprint.of(_md({"b": ["f4"]}))) == {("b", "f4")}
+    table = Footprint.of(_md({"a": ["n3"]}, {"a": ["f1"]}, op="INSERT_OVERWRITE_TABLE"))
+    assert table.whole_table and table.shared_with(elsewhere) == {("b", "f3")}
+    assert Footprint.of(_md({"a": ["f1"]})).shared_with(added) == set()  # plain writes: file groups only
+
+
+def test_a_write_into_an_overwritten_partition_is_a_conflict(tmp_path: Path) -> None:
+    base = make_table(tmp_path)
+    clock = Clock()
+    tl = ActiveTimeline.load(LOCAL, base)
+    _complete(tl, clock, "commit", _md({"a": ["f1"]}))
+    start = tl.reload()
+    me = clock()
+    other = _complete(tl, clock, "replacecommit", _md({"a": ["n1"]}, {"a": ["f1"]}, op="INSERT_OVERWRITE"))
+    found = find_conflict(start, tl.reload(), me, Footprint.of(_md({"a": ["f2"]})))
+    assert found is not None and found[0].startswith(other) and found[1] == {("a", "f2")}
+    assert find_conflict(start, tl.reload(), me, Footprint.of(_md({"b": ["f3"]}))) is None
 
 
 def test_earlier_compaction_is_tolerated(tmp_path: Path) -> None:
