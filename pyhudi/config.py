@@ -317,7 +317,7 @@ LOCK_FILESYSTEM_PATH = Option(
 LOCK_FILESYSTEM_EXPIRE = Option(
     "hoodie.write.lock.filesystem.expire", "0",
     "Minutes after which a lock file is taken over (0: never; a lock whose holder on this host is gone is "
-    "taken over at once).", section=_CC)
+    "taken over at once). A holder refreshes its lock file's modification time while it holds it.", section=_CC)
 LOCK_WAIT_TIME_MS = Option(
     "hoodie.write.lock.wait_time_ms", "60000", "How long one lock acquisition may wait (ms).", section=_CC)
 LOCK_NUM_RETRIES = Option(

@@ -289,6 +289,17 @@ class Storage:
             with self.fs.open_output_stream(path) as out:
                 _write_parts(out, data)
 
+    def touch(self, path: str) -> None:
+        """Set an existing file's modification time to now, on the local filesystem (a held lock file's refresh;
+        the file-system lock runs there only)."""
+        self._check_changes(path, "touch")
+        if not self.is_local:
+            raise StorageError(f"{path}: setting a file's modification time is supported on the local filesystem only")
+        try:
+            os.utime(path)
+        except OSError as e:
+            raise StorageError(f"{path}: {e}") from e
+
     def delete(self, path: str, missing_ok: bool = True, *, dirs: bool = True) -> None:
         """Delete a file, or a folder and everything in it (``dirs=False``: refuse a folder, for callers that
         delete files named by a plan)."""

@@ -7,7 +7,10 @@
   writers could both believe they hold the lock, so the provider refuses to run there, whatever
   ``hoodie.fs.atomic_creation.support`` lists (that option cannot make pyhudi's create atomic). A lock file older
   than ``hoodie.write.lock.filesystem.expire`` minutes (0: never) is taken over, and so is one whose holder runs on
-  this host and is gone (the lock file names its holder as Hudi's ``LockInfo`` does, in ``lockThreadName``).
+  this host and is gone (the lock file names its holder as Hudi's ``LockInfo`` does, in ``lockThreadName``). With
+  an expiry, a holder refreshes its lock file's modification time while it holds it (every quarter of the expiry,
+  at most every 15 s): a table service that holds the lock longer than the expiry (a compaction, a clean) is not
+  taken for dead while it runs.
 - ``org.apache.hudi.client.transaction.lock.InProcessLockProvider``: a lock per table path in this process (writers
   in threads of one process).
 
@@ -42,6 +45,7 @@ _OWNER_PREFIX = "pyhudi:"
 _POLL_S = 0.05  # how often a waiting writer tries to create the lock file
 _TAKEOVER_SUFFIX = ".takeover"  # the file a writer holds while it replaces a stale lock file
 _TAKEOVER_EXPIRE_S = 60.0  # a takeover file this old was left by a taker that died
+_REFRESH_MAX_S = 15.0  # a held lock file's modification time is refreshed at least this often (with an expiry)
 
 
 class LockTimeoutError(PyHudiError):
@@ -129,6 +133,7 @@ class FileSystemBasedLockProvider(LockProvider):
             )
         self.owner = Owner.current()
         self._mine: bytes | None = None  # the bytes of the lock file this writer created, while it holds it
+        self._refresh: tuple[threading.Event, threading.Thread] | None = None
 
     def _info(self) -> bytes:
         now = datetime.now(UTC)
@@ -215,17 +220,47 @@ class FileSystemBasedLockProvider(LockProvider):
         deadline = time.monotonic() + timeout_s
         while True:
             self._mine = self._create()
+            if self._mine is None:
+                stale = self._stale(self.path, self.expire_s)
+                if stale is not None:
+                    self._take_over(stale)
             if self._mine is not None:
-                return True
-            stale = self._stale(self.path, self.expire_s)
-            if stale is not None and self._take_over(stale):
+                self._start_refresh(self._mine)
                 return True
             if time.monotonic() >= deadline:
                 return False
             time.sleep(min(_POLL_S, max(0.0, deadline - time.monotonic())))
 
+    def _start_refresh(self, mine: bytes) -> None:
+        """With an expiry, a thread that keeps the lock file's modification time recent while this writer holds
+        it (and while the file is still the one it created)."""
+        if self.expire_s <= 0:
+            return
+        stop = threading.Event()
+        every = min(_REFRESH_MAX_S, self.expire_s / 4)
+
+        def run() -> None:
+            while not stop.wait(every):
+                try:
+                    if self.storage.read_bytes(self.path) != mine:
+                        return  # taken over meanwhile: not this writer's to refresh
+                    self.storage.touch(self.path)
+                except (StorageError, OSError):
+                    return
+
+        thread = threading.Thread(target=run, name="pyhudi-lock-refresh", daemon=True)
+        thread.start()
+        self._refresh = (stop, thread)
+
+    def _stop_refresh(self) -> None:
+        refresh, self._refresh = self._refresh, None
+        if refresh is not None:
+            refresh[0].set()
+            refresh[1].join()
+
     def unlock(self) -> None:
         """Delete the lock file if it is still this writer's (another may have taken it over as expired)."""
+        self._stop_refresh()
         mine, self._mine = self._mine, None
         try:
             now = self.storage.read_bytes(self.path)

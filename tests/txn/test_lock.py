@@ -68,6 +68,31 @@ def test_expired_lock_is_taken_over(tmp_path: Path) -> None:
     assert not never.try_lock()
 
 
+def test_a_held_lock_is_kept_fresh_past_its_expiry(tmp_path: Path) -> None:
+    """A holder keeps its lock file's modification time recent while it holds it: a table service that holds the
+    lock longer than ``hoodie.write.lock.filesystem.expire`` (a long compaction) is not taken over while it runs;
+    once released, or once its holder stops refreshing (a stalled process), the lock expires as before."""
+    import os
+
+    opts = {**FAST, C.LOCK_FILESYSTEM_EXPIRE: "1"}
+    holder = FileSystemBasedLockProvider(LOCAL, str(tmp_path), opts)
+    other = FileSystemBasedLockProvider(LOCAL, str(tmp_path), opts)
+    holder.expire_s = other.expire_s = 1.0  # one second instead of a minute: refreshed every quarter second
+    lock = tmp_path / ".hoodie" / "lock"
+    with holder.held():
+        time.sleep(3)
+        assert time.time() - lock.stat().st_mtime < 1
+        assert not other.try_lock()
+        content = lock.read_bytes()
+    assert not lock.exists()
+    # a holder that no longer refreshes it (its process stalled): taken over once expired
+    lock.write_bytes(content)
+    old = time.time() - 5
+    os.utime(lock, (old, old))
+    assert other.try_lock()
+    other.unlock()
+
+
 def test_a_stale_lock_is_taken_over_by_one_writer_only(tmp_path: Path) -> None:
     """Two writers that both found the lock stale: the first to take it over holds it; the second, finding the
     lock file no longer the stale one it saw, does not delete it. A takeover file a dead taker left is cleared."""
