@@ -114,9 +114,11 @@ def plan_clean(
     # every file group, replaced ones included; a log file of an archived deltacommit is placed by its archived
     # completion time (a wrong slice would delete a log file a retained slice still reads); a file named with an
     # instant older than the active timeline that the archived timeline does not hold is no file version (a
-    # rolled-back writer's leftover): taken for the latest, it would doom the committed version before it
-    view = FileSystemView.build(files, timeline.commits(), archived=ArchivedCompletionTimes(storage, base_path),
-                                table=base_path, verify_archived=True)
+    # rolled-back writer's leftover; unless older than all the archived timeline covers): taken for the latest,
+    # it would doom the committed version before it
+    archived = ArchivedCompletionTimes(storage, base_path)
+    view = FileSystemView.build(files, timeline.commits(), archived=archived, table=base_path,
+                                verify_archived=archived)
     for partition in view.partitions():
         doomed: list[str] = []
         for fg in view.file_groups(partition):

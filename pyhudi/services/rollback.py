@@ -30,6 +30,7 @@ before starting a new write.
 
 from __future__ import annotations
 
+import logging
 import posixpath
 import time
 from collections.abc import Callable, Mapping
@@ -56,6 +57,8 @@ from pyhudi.table.timeline import (
     InstantTimeGenerator,
     State,
 )
+
+log = logging.getLogger(__name__)
 
 #: Pending actions rolled back as failed writes (pending compaction/clustering are re-attempted instead).
 ROLLBACK_ACTIONS = frozenset({COMMIT, DELTA_COMMIT, REPLACE_COMMIT})
@@ -170,22 +173,28 @@ def pending_rollback_of(timeline: ActiveTimeline, instant_time: str) -> Instant 
     return None
 
 
+def _is_stale(rollback: Instant, target: Instant | None, base_path: str) -> bool:
+    """Whether a data table's pending rollback was planned before its target completed: its writer, taken for
+    dead, went on and committed (a writer that does not check for a pending rollback of its instant). A rollback
+    planned after its target completed (Apache Hudi's rollback of a completed commit, a restore) is not."""
+    if target is None or is_metadata_table(base_path):
+        return False
+    return (target.completion_time or target.requested_time) > rollback.requested_time
+
+
 def _drop_stale_rollback(storage: Storage, base_path: str, timeline: ActiveTimeline, rollback: Instant,
                          target: Instant) -> None:
-    """A data table's pending rollback whose target completed after the rollback was planned (its writer, taken
-    for dead, went on): a data table's completed commit is never rolled back (its records were reported written).
-    If every file the commit names is there, the rollback deleted nothing of it and is dropped (its plan files
-    deleted); otherwise the commit lost files to it, and the table needs repair: an error names them."""
+    """A stale rollback (:func:`_is_stale`) is dropped, never carried out: the completed commit's records were
+    reported written. Its plan files are deleted; files of the commit it deleted before it stopped are named in a
+    warning (``pyhudi validate`` reports them too)."""
     md = timeline.read_commit_metadata(target)
     paths = [str(st["path"]) for sts in (md.get("partitionToWriteStats") or {}).values() for st in sts or ()
              if st.get("path")]
     missing = [p for p in paths if not storage.exists(posixpath.join(base_path, p))]
     if missing:
-        raise PyHudiError(
-            f"{base_path}: rollback {rollback.requested_time} was planned for write {target.requested_time}, which "
-            f"completed after it; {len(missing)} file(s) of that commit are gone ({', '.join(missing[:3])}): its "
-            "records are lost, and the table needs repair (restore it from a copy, or write those records again)"
-        )
+        log.warning("%s: rollback %s was planned for write %s, which completed after it; the rollback is dropped, but "
+                    "it had deleted %d file(s) of that commit (%s): their records are lost", base_path,
+                    rollback.requested_time, target.requested_time, len(missing), ", ".join(missing[:3]))
     for inst in _instant_files(timeline, rollback.requested_time):
         if not inst.is_completed:
             timeline.storage.delete(timeline.path_of(inst), missing_ok=True)
@@ -224,7 +233,8 @@ def _execute(
     # every name the plan gives is checked before anything changes (a crafted plan is refused whole)
     targets = rollback_targets(plan, timeline.path_of(Instant(rollback_instant.requested_time, ROLLBACK, State.REQUESTED)))
     done_target = next((i for i in _instant_files(timeline, t) if i.is_completed), None)
-    if done_target is not None and not is_metadata_table(base_path):
+    if _is_stale(rollback_instant, done_target, base_path):
+        assert done_target is not None
         _drop_stale_rollback(storage, base_path, timeline, rollback_instant, done_target)
         return None
 
@@ -238,7 +248,7 @@ def _execute(
     faults.at("rollback.inflight")
 
     _roll_back_metadata(storage, base_path, t, rollback_instant.requested_time, time_source)
-    if done_target is not None:  # a metadata table's deltacommit: the instant goes before its files
+    if done_target is not None:  # a rollback of a completed instant: the instant goes before its files
         _delete_instant_files(timeline, t, completed=True)
 
     per_partition: dict[str, tuple[list[str], list[str]]] = {}
@@ -408,11 +418,12 @@ def delete_orphan_markers(storage: Storage, base_path: str, timeline: ActiveTime
     timeline after a rollback). ``timeline`` is read again after the listing, so a write that began meanwhile
     keeps its markers; a writer that completed deletes its own folder too, and either delete may find it gone.
 
-    An instant gone from the active timeline and not held by the archived timeline was rolled back: the files
-    its markers name were written after its rollback, by a writer that stalled past its heartbeat and went on
-    (:func:`delete_rolled_back_files`), and are deleted with them; nothing else would, and once archival passed
-    their instant a listing would take them for committed files. The archived timeline is read only for a folder
-    older than the active timeline's first commit."""
+    An instant gone from the active timeline, and, when older than its first commit, within what the archived
+    timeline covers but not held by it, was rolled back: the files its markers name were written after its
+    rollback, by a writer that stalled past its heartbeat and went on (:func:`delete_rolled_back_files`), and are
+    deleted with them; nothing else would, and once archival passed their instant a listing would take them for
+    committed files. The archived timeline is read only for a folder older than the active timeline's first
+    commit; an instant older than all it covers keeps its files (nothing shows it was not a completed write)."""
     storage = storage.rooted(base_path)
     # the folders are listed before the timeline is read again: a writer puts its requested instant on the
     # timeline before its first marker, so every marker folder listed here belongs to an instant the timeline
@@ -430,9 +441,12 @@ def delete_orphan_markers(storage: Storage, base_path: str, timeline: ActiveTime
     for st in found:
         if st.name in pending:
             continue
-        # gone from the active timeline: rolled back, unless older than it and held by the archived timeline
-        # (a completed write whose writer died before deleting its markers, archived since)
-        if st.name not in known and (first is None or st.name >= first.requested_time or not archived([st.name])):
+        # gone from the active timeline: rolled back, unless older than it and not shown never archived (a
+        # completed write whose writer died before deleting its markers, archived since; or one older than what
+        # the archived timeline covers)
+        if st.name not in known and (
+            (first is not None and st.name >= first.requested_time) or archived.never_archived(st.name)
+        ):
             delete_rolled_back_files(storage, base_path, st.name)
         markers.delete_markers(storage, base_path, st.name)
         removed.append(st.name)

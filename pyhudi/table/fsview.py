@@ -255,6 +255,14 @@ def replaced_file_groups(timeline: ActiveTimeline, as_of: str | None = None) -> 
 ArchivedCompletions = Callable[[Iterable[str]], Mapping[str, str]]
 
 
+class ArchiveCoverage(Protocol):
+    """An archived timeline that also says the earliest instant it covers (``None``: none)."""
+
+    def __call__(self, instants: Iterable[str]) -> Mapping[str, str]: ...
+
+    def earliest(self) -> str | None: ...
+
+
 @dataclass(frozen=True)
 class _Source:
     partition_files: Mapping[str, Sequence[FileEntry]]
@@ -287,16 +295,19 @@ class _Completion:
         return (instant not in self._known and self._start is not None and instant < self._start
                 and (self.held_archived is None or instant in self.held_archived))
 
-    def verify_archived(self, partition_files: Mapping[str, Sequence[FileEntry]],
-                        archived: ArchivedCompletions) -> None:
-        """Count as archived only the pre-timeline instants of ``partition_files`` that ``archived`` holds."""
+    def verify_archived(self, partition_files: Mapping[str, Sequence[FileEntry]], archived: ArchiveCoverage) -> None:
+        """Count as archived only the pre-timeline instants of ``partition_files`` that ``archived`` holds, or
+        that are older than all it covers (nothing shows those were not completed)."""
         old = set()
         for entries in partition_files.values():
             for e in entries:
                 parsed = parse_data_file_name(e.name)
                 if parsed is not None and self.is_archived(parsed.instant):
                     old.add(parsed.instant)
-        self.held_archived = frozenset(archived(old)) if old else frozenset()
+        first = archived.earliest() if old else None
+        covered = {t for t in old if first is not None and t >= first}
+        held = set(archived(covered)) if covered else set()
+        self.held_archived = frozenset(held | (old - covered))
 
     def completion_time(self, instant: str) -> str | None:
         """The completion time, or None if the instant is not completed (or after ``as_of``, or completed after
@@ -410,18 +421,18 @@ class FileSystemView:
         completed_by: str | None = None,
         archived: ArchivedCompletions | None = None,
         table: str = "",
-        verify_archived: bool = False,
+        verify_archived: ArchiveCoverage | None = None,
     ) -> FileSystemView:
         """Build file groups from ``partition -> files`` and the (commits) timeline. ``archived``: where the
         completion times of archived deltacommits are looked up when one decides a log file's slice (without it
-        such a log file is an error); ``table`` names the table in errors. ``verify_archived`` (with
-        ``archived``): a file whose instant is older than the active timeline is visible only if the archived
-        timeline holds that instant (a view that decides what to delete: a file a rolled-back writer left behind,
-        once archival passed its instant, is not a committed file version)."""
+        such a log file is an error); ``table`` names the table in errors. ``verify_archived`` (the archived
+        timeline): a file whose instant is older than the active timeline is visible only if that timeline holds
+        its instant or does not cover it (a view that decides what to delete: a file a rolled-back writer left
+        behind, once archival passed its instant, is not a committed file version)."""
         completion = _Completion(timeline, as_of, completed_by)
-        if verify_archived and archived is not None:
+        if verify_archived is not None:
             listed = {p: list(es) for p, es in partition_files.items()}
-            completion.verify_archived(listed, archived)
+            completion.verify_archived(listed, verify_archived)
             partition_files = listed
         replaced_sets = {p: frozenset(ids) for p, ids in (replaced or {}).items()}
         groups: dict[str, list[FileGroup]] = {}

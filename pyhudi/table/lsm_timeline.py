@@ -471,6 +471,7 @@ class ArchivedCompletionTimes:
         self._history: LsmHistory | None = None
         self._found: dict[str, str] = {}
         self._absent: set[str] = set()
+        self._earliest: tuple[str] | None = None
         self.files_read = 0  # LSM parquet files read so far
 
     @property
@@ -478,6 +479,21 @@ class ArchivedCompletionTimes:
         if self._history is None:
             self._history = LsmHistory.for_table(self.storage, self.base_path, self._config)
         return self._history
+
+    def earliest(self) -> str | None:
+        """The earliest instant time the LSM timeline's files cover (from their names; None: it holds none). An
+        instant at or after it that the timeline does not hold was never archived; before it, the archive does
+        not say (a table upgraded from an older version, history that was removed)."""
+        if self._earliest is None:
+            _, manifest = self.history.latest()
+            lows = [_parse_required(n).min_instant for n in manifest.file_names]
+            self._earliest = (min(lows) if lows else "",)
+        return self._earliest[0] or None
+
+    def never_archived(self, instant: str) -> bool:
+        """Whether ``instant`` is within what the LSM timeline covers and not held by it."""
+        first = self.earliest()
+        return first is not None and instant >= first and not self([instant])
 
     def __call__(self, instants: Iterable[str]) -> dict[str, str]:
         """requested time -> completion time of those of ``instants`` the LSM timeline holds."""

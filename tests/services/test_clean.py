@@ -216,6 +216,11 @@ def test_a_rolled_back_writers_leftover_older_than_the_active_timeline_is_no_fil
     assert ArchivedCompletionTimes(LOCAL, base)([first, stalled]).keys() == {first}
     leftover = Path(base) / P / f"aaaa-0_0-1-0_{stalled}.parquet"
     leftover.write_bytes((Path(base) / P / f"aaaa-0_0-1-0_{first}.parquet").read_bytes())
+    # a version older than all the archived timeline covers (history from before it, e.g. an upgraded table's):
+    # nothing shows it was not committed, so it is an old version as before, and cleaned
+    ancient = Path(base) / P / "bbbb-0_0-1-0_19990101000000000.parquet"
+    ancient.write_bytes(leftover.read_bytes())
     clean(LOCAL, base, None, 1, clock)
     assert _versions(base) == sorted([first, stalled])  # the committed version stays (nothing decides on the leftover)
+    assert not ancient.exists()
     assert _versions(base, "bbbb-0")[-1] == max(i.requested_time for i in tl.commits())

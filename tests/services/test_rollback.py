@@ -226,10 +226,15 @@ def test_files_a_rolled_back_writer_wrote_afterwards_are_deleted(tmp_path: Path)
     late.write_bytes(b"PAR1")
     markers.create_marker(LOCAL, base, bad, "region=us", late.name, "CREATE")
     markers.create_marker(LOCAL, base, good, "region=eu", f"aaaa-0_0-1-0_{good}.parquet", "CREATE")
+    # older than all the archived timeline covers (history from before it): nothing shows it was not committed
+    ancient = "19990101000000000"
+    kept = Path(base) / "region=eu" / f"eeee-0_0-1-0_{ancient}.parquet"
+    kept.write_bytes(b"PAR1")
+    markers.create_marker(LOCAL, base, ancient, "region=eu", kept.name, "CREATE")
     assert rollback_failed_writes(LOCAL, base, None, clock) == []
-    assert not late.exists()
+    assert not late.exists() and kept.exists()
     assert f"region=eu/aaaa-0_0-1-0_{good}.parquet" in _data_files(base)
-    assert not any(markers.markers_exist(LOCAL, base, t) for t in (bad, good, *later))
+    assert not any(markers.markers_exist(LOCAL, base, t) for t in (bad, good, ancient, *later))
 
 
 def test_files_a_writer_wrote_while_its_rollback_ran_are_deleted(tmp_path: Path) -> None:
@@ -251,12 +256,12 @@ def test_files_a_writer_wrote_while_its_rollback_ran_are_deleted(tmp_path: Path)
 
 
 @pytest.mark.parametrize("step", ["inflight", "files_deleted"])
-def test_a_rollback_whose_target_completed_meanwhile_never_deletes_the_commit(tmp_path: Path, step: str) -> None:
+def test_a_rollback_whose_target_completed_meanwhile_never_deletes_the_commit(tmp_path: Path, step: str,
+                                                                              caplog: pytest.LogCaptureFixture) -> None:
     """A rollback of a pending write stopped part way; the write then completed (a writer that does not check for
     a pending rollback of its instant). Finishing the rollback would delete a completed commit, whose records were
-    reported written: it is dropped when it deleted nothing, and refused, naming the files, when it did."""
-    from pyhudi.errors import PyHudiError
-
+    reported written: it is dropped, never carried out (also once archival could pass the commit), with a warning
+    naming the files it had deleted already."""
     base = make_table(tmp_path / "t")
     clock = Clock()
     commit(base, clock, {"region=eu": [("aaaa-0", [("k1", 1)])]})
@@ -268,12 +273,25 @@ def test_a_rollback_whose_target_completed_meanwhile_never_deletes_the_commit(tm
     late = commit(base, clock, {"region=eu": [("bbbb-0", [("k3", 3)])]}, before_complete=rolled_back_part_way)
     tl = ActiveTimeline.load(LOCAL, base)
     assert tl.get(late).is_completed and len(list(tl.by_action("rollback").pending())) == 1
-    if step == "inflight":
+    with caplog.at_level("WARNING", logger="pyhudi.services.rollback"):
         assert rollback_failed_writes(LOCAL, base, None, clock) == []
-        tl = tl.reload()
-        assert not list(tl.by_action("rollback")) and tl.get(late).is_completed
-        assert f"region=eu/bbbb-0_0-1-0_{late}.parquet" in _data_files(base)
-    else:
-        with pytest.raises(PyHudiError, match=f"completed after it; 1 file.*bbbb-0_0-1-0_{late}.parquet"):
-            rollback_failed_writes(LOCAL, base, None, clock)
-        assert tl.reload().get(late).is_completed
+    tl = tl.reload()
+    assert not list(tl.by_action("rollback")) and tl.get(late).is_completed
+    kept = f"region=eu/bbbb-0_0-1-0_{late}.parquet" in _data_files(base)
+    assert kept == (step == "inflight")
+    assert ("completed after it" in caplog.text) == (not kept)
+
+
+def test_a_rollback_of_a_completed_commit_stopped_part_way_is_finished(tmp_path: Path) -> None:
+    """A rollback planned after its target completed (Apache Hudi's rollback of a completed commit, a restore)
+    that stopped part way is carried out by the next pass, as any pending rollback."""
+    base = make_table(tmp_path / "t")
+    clock = Clock()
+    good = commit(base, clock, {"region=eu": [("aaaa-0", [("k1", 1)])]})
+    bad = commit(base, clock, {"region=eu": [("bbbb-0", [("k3", 3)])]})
+    with faults.inject("rollback.inflight"), pytest.raises(faults.InjectedFault):
+        rollback_instant(LOCAL, base, bad, clock, allow_completed=True)
+    assert [r.rolled_back for r in rollback_failed_writes(LOCAL, base, None, clock)] == [bad]
+    tl = ActiveTimeline.load(LOCAL, base)
+    assert tl.get(bad) is None and tl.get(good).is_completed
+    assert _data_files(base) == [f"region=eu/aaaa-0_0-1-0_{good}.parquet"]
