@@ -49,13 +49,17 @@ def test_touched_groups_include_replaced() -> None:
     assert plan_file_groups({"operations": [{"partitionPath": "a", "fileId": "f9"}]}) == {("a", "f9")}
 
 
-def test_overlap_is_found_disjoint_is_not(tmp_path: Path) -> None:
+def _begun(tmp_path: Path) -> tuple[ActiveTimeline, Clock, ActiveTimeline, str]:
+    """A table with one commit (file group a/f1), the timeline a write begins from, and that write's instant."""
     base = make_table(tmp_path)
     clock = Clock()
     tl = ActiveTimeline.load(LOCAL, base)
     _complete(tl, clock, "commit", _md({"a": ["f1"]}))
-    start = tl.reload()
-    me = clock()
+    return tl, clock, tl.reload(), clock()
+
+
+def test_overlap_is_found_disjoint_is_not(tmp_path: Path) -> None:
+    tl, clock, start, me = _begun(tmp_path)
     other = _complete(tl, clock, "commit", _md({"a": ["f2"], "b": ["f3"]}))
     now = tl.reload()
     assert find_conflict(start, now, me, {("a", "f1"), ("c", "new")}) is None
@@ -85,12 +89,7 @@ def test_an_overwrite_conflicts_with_any_write_into_a_partition_it_replaces() ->
 
 
 def test_a_write_into_an_overwritten_partition_is_a_conflict(tmp_path: Path) -> None:
-    base = make_table(tmp_path)
-    clock = Clock()
-    tl = ActiveTimeline.load(LOCAL, base)
-    _complete(tl, clock, "commit", _md({"a": ["f1"]}))
-    start = tl.reload()
-    me = clock()
+    tl, clock, start, me = _begun(tmp_path)
     other = _complete(tl, clock, "replacecommit", _md({"a": ["n1"]}, {"a": ["f1"]}, op="INSERT_OVERWRITE"))
     found = find_conflict(start, tl.reload(), me, Footprint.of(_md({"a": ["f2"]})))
     assert found is not None and found[0].startswith(other) and found[1] == {("a", "f2")}
