@@ -570,10 +570,12 @@ class WriteTransaction:
     def _check_new_keys(self, now: ActiveTimeline, producer: WriteProducer, history: FullTimeline | None) -> None:
         """Optimistic writers that both insert a new key, into file groups of their own (other partitions, new file
         groups), share no file group; committed both, the table would hold the key twice (Apache Hudi's file-group
-        check lets them). With a record index, a write that looked its keys up (an upsert) looks the keys it
-        inserts up again under the lock once a write that inserted records completed since it began: one held
-        now was inserted meanwhile, and this write fails with :class:`ConcurrentKeyConflict` naming it. Tables
-        without a record index keep Hudi's behaviour."""
+        check lets them). With a record index, a write that looked its keys up (an upsert), or whose index makes
+        a key unique in the table (an ``insert_overwrite`` with the global record index, which counts only keys
+        held in the file groups those writes inserted into), looks the keys it inserts up again under the lock
+        once a write that inserted records completed since it began: one held now was inserted meanwhile, and
+        this write fails with :class:`ConcurrentKeyConflict` naming it. Tables without a record index keep Hudi's
+        behaviour."""
         assert self.instant is not None and self.begun is not None
         status_df = getattr(producer, "status_df", None)
         if not self.concurrency.optimistic or not producer.inserts_unique_keys or status_df is None:
