@@ -46,7 +46,7 @@ from pyhudi.table.filenames import parse_data_file_name
 from pyhudi.table.fsview import StorageListing
 from pyhudi.table.lsm_timeline import ArchivedCompletionTimes
 from pyhudi.table.properties import METAFOLDER
-from pyhudi.table.recorded_paths import rollback_targets
+from pyhudi.table.recorded_paths import rollback_targets, write_stat_path
 from pyhudi.table.timeline import (
     COMMIT,
     DELTA_COMMIT,
@@ -188,8 +188,9 @@ def _drop_stale_rollback(storage: Storage, base_path: str, timeline: ActiveTimel
     reported written. Its plan files are deleted; files of the commit it deleted before it stopped are named in a
     warning (``pyhudi validate`` reports them too)."""
     md = timeline.read_commit_metadata(target)
-    paths = [str(st["path"]) for sts in (md.get("partitionToWriteStats") or {}).values() for st in sts or ()
-             if st.get("path")]
+    source = timeline.path_of(target)
+    paths = [write_stat_path(str(part), st, source) for part, sts in (md.get("partitionToWriteStats") or {}).items()
+             for st in sts or () if st.get("path")]
     missing = [p for p in paths if not storage.exists(posixpath.join(base_path, p))]
     if missing:
         log.warning("%s: rollback %s was planned for write %s, which completed after it; the rollback is dropped, but "
