@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
-from pyhudi.index.base import LOC_FILE_ID_COL, LOC_PARTITION_COL, Index, KeyRouting, route
+from pyhudi.index.base import LOC_FILE_ID_COL, LOC_PARTITION_COL, Index
 from pyhudi.index.simple import SimpleIndex
 from pyhudi.metadata.record_index import (
     file_group_partitions,
@@ -21,6 +21,7 @@ from pyhudi.metadata.record_index import (
     file_groups_of,
     tag_in_place,
 )
+from pyhudi.spark.partitioning import KeyRouting, route
 from pyhudi.table.schema import RECORD_KEY_COL
 
 if TYPE_CHECKING:

@@ -16,8 +16,8 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
 
-    from pyhudi.index.base import KeyRouting
     from pyhudi.metadata.record_index import RecordIndexLookup
+    from pyhudi.spark.partitioning import KeyRouting
     from pyhudi.spark.progress import Progress
     from pyhudi.table.fsview import FileSystemView
     from pyhudi.table.timeline import ActiveTimeline

@@ -24,12 +24,12 @@ from pyhudi import faults
 from pyhudi.errors import InvalidInputError
 from pyhudi.hfile.format import MAX_ROW_LENGTH
 from pyhudi.index import index_for
-from pyhudi.index.base import LOC_FILE_ID_COL, LOC_PARTITION_COL, KeyRouting
+from pyhudi.index.base import LOC_FILE_ID_COL, LOC_PARTITION_COL
 from pyhudi.io.storage import Storage
 from pyhudi.spark import cached
 from pyhudi.spark.errors import task_errors
 from pyhudi.spark.frames import arrow_frame, held_rows, local_frame
-from pyhudi.spark.partitioning import ROUTE_COL, group_runs
+from pyhudi.spark.partitioning import ROUTE_COL, KeyRouting, group_runs
 from pyhudi.table.commit_metadata import commit_metadata, write_stat
 from pyhudi.table.evolution import conform_array
 from pyhudi.table.filenames import make_file_id, new_file_id_prefix

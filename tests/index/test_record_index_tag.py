@@ -9,9 +9,10 @@ import pyarrow as pa
 import pytest
 
 from pyhudi import config as C
-from pyhudi.index.base import LOC_FILE_ID_COL, LOC_PARTITION_COL, route
+from pyhudi.index.base import LOC_FILE_ID_COL, LOC_PARTITION_COL
 from pyhudi.index.record import FileGroupRouting, RecordLevelIndex
 from pyhudi.metadata.record_index import file_groups_of
+from pyhudi.spark.partitioning import route
 from pyhudi.table.schema import RECORD_KEY_COL
 from pyhudi.table.table import Table
 from pyhudi.txn.transaction import resolve_options
