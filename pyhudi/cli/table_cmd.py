@@ -266,14 +266,15 @@ def lookup(table: str, keys: tuple[str, ...], as_json: bool) -> None:
     from pyhudi.table.table import Table
     from pyhudi.table.timeline import format_instant_time
 
-    res = Table.open(table).lookup(list(keys))
+    t = Table.open(table)
+    res, zone = t.lookup(list(keys)), t.config.timeline_zone
     rows = [
         {
             "key": r["key"],
             "found": r["found"],
             "partition": r["partition"],
             "file_id": r["file_id"],
-            "instant": format_instant_time(r["instant_ms"]) if r["instant_ms"] is not None else None,
+            "instant": format_instant_time(r["instant_ms"], zone) if r["instant_ms"] is not None else None,
         }
         for r in res.to_pylist()
     ]

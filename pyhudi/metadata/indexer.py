@@ -36,6 +36,7 @@ starts over. Metadata compaction waits while an indexing instant is pending.
 from __future__ import annotations
 
 import contextlib
+import functools
 import posixpath
 import time
 from collections.abc import Callable, Mapping
@@ -137,7 +138,8 @@ def _write_base_files(
     scan = read_plan.snapshot(read_plan.TableFiles(storage, base_path, config), timeline=timeline, view=view)
     par = max(2, spark.sparkContext.defaultParallelism)
     with task_errors():
-        return build_base_files(spark, scan, metadata_base_path(base_path), RLI_INIT_INSTANT, n, par)
+        return build_base_files(spark, scan, metadata_base_path(base_path), RLI_INIT_INSTANT, n, par,
+                                zone=config.timeline_zone)
 
 
 def build_record_index(
@@ -191,12 +193,16 @@ class AsyncRecordIndexBuilder:
         self.storage = storage
         self.base_path = base_path.rstrip("/")
         self.meta = posixpath.join(self.base_path, METAFOLDER)
-        self.gen = InstantTimeGenerator()
         self.timeout_s = _check_timeout(self.options)
         self.caught_up: list[str] = []  # commits whose key changes the catch-up applied
 
     def _config(self) -> TableConfig:
         return read_table_config(self.storage, self.meta)
+
+    @functools.cached_property
+    def gen(self) -> InstantTimeGenerator:
+        """The build's instant times, in the table's timeline zone."""
+        return InstantTimeGenerator.for_table(self._config())
 
     def _timeline(self) -> ActiveTimeline:
         return ActiveTimeline.load(self.storage, self.base_path, self._config())
@@ -345,7 +351,7 @@ class AsyncRecordIndexBuilder:
             self.caught_up.append(t)
             ins_fg = file_groups_of(inserted.column("key"), plan.file_groups)
             del_fg = file_groups_of(pa.array(deleted, pa.string()), plan.file_groups)
-            t_ms = parse_instant_time(t)
+            t_ms = parse_instant_time(t, self.gen.zone)
             for g in sorted(set(ins_fg.tolist()) | set(del_fg.tolist())):
                 sub = inserted.filter(pa.array(ins_fg == g))
                 gone = [k for k, gg in zip(deleted, del_fg, strict=True) if gg == g]

@@ -16,6 +16,7 @@ import posixpath
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import UTC, tzinfo
 from typing import Any
 
 import numpy as np
@@ -354,7 +355,7 @@ DRIVER_UPDATE_MAX_KEYS = 250_000
 
 def write_updates(spark, status_df, storage: Storage, mdt_path: str, instant: str, n: int,
                   changed: int | None = None, deleted: int | None = None,
-                  locations: list[tuple[str, str]] | None = None) -> list[dict]:
+                  locations: list[tuple[str, str]] | None = None, *, zone: tzinfo | None = UTC) -> list[dict]:
     """Append one log file per touched record-index file group for the commit ``instant``: new mappings for
     inserted keys, delete markers for deleted keys (a key both deleted and inserted, i.e. moved, keeps only
     its new mapping). Written by a Spark job over the WriteStatus rows, or, for a commit of at most
@@ -362,7 +363,8 @@ def write_updates(spark, status_df, storage: Storage, mdt_path: str, instant: st
     ``changed``: that number when the caller counted it already (no Spark job to count it here); ``deleted``:
     the number of deleted keys among them, when counted, and ``locations``: every (partition, file id) the
     WriteStatus rows insert keys into: with both given and no deleted keys, the job reads no deleted keys, joins
-    nothing, and carries each key's location as a number into ``locations`` instead of its two strings."""
+    nothing, and carries each key's location as a number into ``locations`` instead of its two strings.
+    ``zone``: the table's timeline zone, in which ``instant`` is read for the entries' commit time."""
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import from_arrow_schema
 
@@ -372,7 +374,7 @@ def write_updates(spark, status_df, storage: Storage, mdt_path: str, instant: st
             F.coalesce(F.sum(F.size("deleted_keys")), F.lit(0)).alias("d"),
         ).first()
         changed = int(counts["i"]) + int(counts["d"]) if counts is not None else None
-    t_ms = parse_instant_time(instant)
+    t_ms = parse_instant_time(instant, zone)
     if changed is not None and changed <= DRIVER_UPDATE_MAX_KEYS:
         lists = status_df.select("partition", "file_id", "inserted_keys", "deleted_keys").toArrow()
         return _write_updates_here(lists, storage, mdt_path, instant, t_ms, n)
@@ -684,7 +686,7 @@ SLICE_KEY_SCHEMA = pa.schema([("key", pa.string()), ("partition", pa.string()), 
                               ("instant_ms", pa.int64()), (_FG_COL, pa.int32()), (ROUTE_COL, pa.int32())])
 
 
-def slice_keys_task(spec, n: int, tasks: int, *, instant_ms: bool = True):
+def slice_keys_task(spec, n: int, tasks: int, *, instant_ms: bool = True, zone: tzinfo | None = UTC):
     """mapInArrow function: pickled file slices (column 0) in; out, per slice, its record keys (base file and log
     files merged, so a key updated or deleted in a log is where the snapshot has it) with the slice's partition
     and file id, the commit time (ms) that wrote each key (``instant_ms``; ``spec`` must then read
@@ -707,7 +709,7 @@ def slice_keys_task(spec, n: int, tasks: int, *, instant_ms: bool = True):
                 if instant_ms:
                     commit = t.column(COMMIT_TIME_COL).combine_chunks()
                     uniq = commit.unique()
-                    times = [parse_instant_time(x) for x in uniq.to_pylist()]
+                    times = [parse_instant_time(x, zone) for x in uniq.to_pylist()]
                     cols.append(pa.array(times, pa.int64()).take(pc.index_in(commit, value_set=uniq)))
                 yield _with_file_group(pa.record_batch(cols, names=names), file_groups_of(keys, n), tasks)
 
@@ -723,10 +725,12 @@ def slices_frame(spark, slices: Sequence[Any], parallelism: int):
     return src.repartition(max(1, min(len(slices), parallelism)))
 
 
-def build_base_files(spark, plan, mdt_path: str, instant: str, n: int, parallelism: int) -> list[dict]:
-    """Spark: read the record keys (and the commit time that wrote each) of the file slices of a scan plan
-    (:class:`pyhudi.read.plan.ScanPlan`) with :func:`slice_keys_task`, route them to ``n`` file groups and write
-    each group as one sorted base HFile from one task. Returns a stat per file written."""
+def build_base_files(spark, plan, mdt_path: str, instant: str, n: int, parallelism: int, *,
+                     zone: tzinfo | None = UTC) -> list[dict]:
+    """Spark: read the record keys (and the commit time that wrote each, an instant time in the table's timeline
+    ``zone``) of the file slices of a scan plan (:class:`pyhudi.read.plan.ScanPlan`) with :func:`slice_keys_task`,
+    route them to ``n`` file groups and write each group as one sorted base HFile from one task. Returns a stat per
+    file written."""
     from pyspark.sql.pandas.types import from_arrow_schema
 
     from pyhudi.table.filenames import make_base_file_name
@@ -750,7 +754,7 @@ def build_base_files(spark, plan, mdt_path: str, instant: str, n: int, paralleli
         return pa.table({"rel": [rel], "file_id": [fid], "size": [len(data)], "n": [t.num_rows]}, schema=STAT_SCHEMA)
 
     keys = slices_frame(spark, keys_plan.slices, parallelism).mapInArrow(
-        slice_keys_task(keys_plan.read, n, tasks), from_arrow_schema(SLICE_KEY_SCHEMA))
+        slice_keys_task(keys_plan.read, n, tasks, zone=zone), from_arrow_schema(SLICE_KEY_SCHEMA))
     return [r.asDict() for r in by_file_group(keys, tasks, write_group, STAT_SCHEMA).collect()]
 
 
@@ -887,6 +891,6 @@ def record_index_updates(
             return {}
         with task_errors():
             return {RECORD_INDEX: write_updates(spark, status_df, storage, metadata_base_path(base_path), instant, n,
-                                                changed, deleted, locations)}
+                                                changed, deleted, locations, zone=cfg.timeline_zone)}
 
     return run

@@ -563,7 +563,7 @@ class MetadataWriter:
     def _completion_time(self, tl: ActiveTimeline, instant: str) -> str:
         """A completion time after ``instant`` and every real (non-initialisation) time on the timeline."""
         times = [t for t in (instant, tl.latest_time()) if t and not t.startswith(INIT_PREFIX)]
-        return InstantTimeGenerator().next(floor=max(times) if times else None)
+        return InstantTimeGenerator.for_table(self.data_config).next(floor=max(times) if times else None)
 
     # -- rollback -------------------------------------------------------------------------------------
     def rollback(self, instant: str, *, completed: bool = False) -> None:
@@ -573,8 +573,8 @@ class MetadataWriter:
         from pyhudi.services.rollback import rollback_instant
 
         if self.exists:
-            rollback_instant(self.storage, self.mdt_path, instant, InstantTimeGenerator(), allow_completed=completed,
-                             missing_ok=True)
+            rollback_instant(self.storage, self.mdt_path, instant, InstantTimeGenerator.for_table(self.data_config),
+                             allow_completed=completed, missing_ok=True)
 
     def recover_compactions(self) -> None:
         """Roll back compactions that died (pending): their base files go; the next compaction redoes them."""

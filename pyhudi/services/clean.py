@@ -45,6 +45,7 @@ from pyhudi.io.storage import Storage
 from pyhudi.services.rollback import TimeSource, next_time
 from pyhudi.table.fsview import FileSystemView, StorageListing
 from pyhudi.table.lsm_timeline import ArchivedCompletionTimes
+from pyhudi.table.properties import METAFOLDER, read_table_config
 from pyhudi.table.recorded_paths import clean_targets
 from pyhudi.table.timeline import (
     CLEAN,
@@ -276,17 +277,15 @@ def clean(
     ``on_delete(clean_time, {partition: [file names]})`` runs before any file is deleted; ``before_plan()``
     before a new clean reaches the timeline (it may refuse it by raising).
     ``new_instant_time``: the clean's instant time, or a generator/callable of new times (also used for
-    completion times; with a fixed string, completion times come from a fresh :class:`InstantTimeGenerator`).
+    completion times; with a fixed string or none, from a fresh :class:`InstantTimeGenerator` of the table's).
     Returns the completed clean instant of this call (the last finished pending one if nothing new was
     planned), or None when nothing needed deleting.
     """
     source: TimeSource
     fixed: str | None = None
-    if isinstance(new_instant_time, str):
+    if isinstance(new_instant_time, str) or new_instant_time is None:
         fixed = new_instant_time
-        source = InstantTimeGenerator()
-    elif new_instant_time is None:
-        source = InstantTimeGenerator()
+        source = InstantTimeGenerator.for_table(read_table_config(storage, posixpath.join(base_path, METAFOLDER)))
     else:
         source = new_instant_time
     finished = complete_pending_cleans(storage, base_path, source, timeline, on_delete=on_delete)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import posixpath
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from types import MappingProxyType
 from typing import Any
 
@@ -88,6 +88,7 @@ DEFAULTS: Mapping[str, str] = MappingProxyType(
         INDEX_DEFS_PATH: DEFAULT_INDEX_DEFS_PATH,
         RECORD_MERGE_MODE: "EVENT_TIME_ORDERING",
         DATABASE_NAME: "default",
+        TIMELINE_TIMEZONE: "UTC",  # pyhudi's instant times are UTC; Java writers of the table honour it too
     }
 )
 
@@ -436,6 +437,17 @@ class TableConfig(Mapping[str, str]):
         return self._int(
             TIMELINE_LAYOUT_VERSION, CURRENT_TIMELINE_LAYOUT_VERSION if self.table_version >= 8 else 1
         )
+
+    @property
+    def timeline_zone(self) -> tzinfo | None:
+        """The zone of the table's instant times (``hoodie.table.timeline.timezone``): UTC, or None for the
+        machine's local zone (Hudi's ``LOCAL``, its default: a table that does not say is in local time)."""
+        value = self._props.get(TIMELINE_TIMEZONE)
+        if value is None or value == "LOCAL":
+            return None
+        if value == "UTC":
+            return UTC
+        raise ConfigError(f"{TIMELINE_TIMEZONE}={value!r} in {PROPERTIES_FILE} must be LOCAL or UTC")
 
     @property
     def timeline_path(self) -> str:

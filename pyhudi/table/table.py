@@ -81,7 +81,7 @@ class Table:
         may not be on the timeline yet). Deletes the table's ``.hoodie`` (and its folder, ``remove_folder``, once
         empty); returns whether it did."""
         hb = HeartbeatConfig.from_options(opts)
-        if any(not writer_status(self.storage, self.base_path, i, hb).is_dead
+        if any(not writer_status(self.storage, self.base_path, i, hb, zone=self.config.timeline_zone).is_dead
                for i in heartbeat_instants(self.storage, self.base_path)):
             return False
         if list(self.timeline()):

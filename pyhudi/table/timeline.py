@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from typing import Any
 
 from pyhudi.errors import CorruptFileError, PyHudiError, StorageError
@@ -148,23 +148,27 @@ class Instant:
 INSTANT_TIME_FORMAT = "%Y%m%d%H%M%S"
 
 
-def format_instant_time(epoch_ms: int) -> str:
-    """``yyyyMMddHHmmssSSS`` in UTC."""
-    dt = datetime.fromtimestamp(epoch_ms / 1000, tz=UTC)
+def format_instant_time(epoch_ms: int, zone: tzinfo | None = UTC) -> str:
+    """``yyyyMMddHHmmssSSS`` in ``zone`` (None: the machine's local zone; a table's is
+    :attr:`TableConfig.timeline_zone <pyhudi.table.properties.TableConfig.timeline_zone>`)."""
+    dt = datetime.fromtimestamp(epoch_ms / 1000, tz=zone)
     return dt.strftime(INSTANT_TIME_FORMAT) + f"{epoch_ms % 1000:03d}"
 
 
-def parse_instant_time(t: str) -> int:
-    """Epoch milliseconds of a 17-digit (or 14-digit, second precision) UTC instant time."""
+def parse_instant_time(t: str, zone: tzinfo | None = UTC) -> int:
+    """Epoch milliseconds of a 17-digit (or 14-digit, second precision) instant time in ``zone`` (None: the
+    machine's local zone)."""
     if not t.isdigit() or len(t) not in (14, 17):
         raise ValueError(f"not an instant time: {t!r}")
-    dt = datetime.strptime(t[:14], INSTANT_TIME_FORMAT).replace(tzinfo=UTC)
+    dt = datetime.strptime(t[:14], INSTANT_TIME_FORMAT).replace(tzinfo=zone)
     ms = int(t[14:]) if len(t) == 17 else 0
     return int(dt.timestamp()) * 1000 + ms
 
 
 class InstantTimeGenerator:
-    """Strictly increasing ``yyyyMMddHHmmssSSS`` UTC times, unique across the threads of a process.
+    """Strictly increasing ``yyyyMMddHHmmssSSS`` times in ``zone`` (a table's
+    :attr:`~pyhudi.table.properties.TableConfig.timeline_zone`: UTC, or None for the machine's local zone, as
+    Hudi's ``hoodie.table.timeline.timezone``), unique across the threads of a process.
 
     Like Hudi, it never hands out a time ahead of the clock: it waits until the clock passes the last time it
     issued and any ``floor`` the caller passes (e.g. the latest time on the timeline). A floor more than
@@ -173,7 +177,10 @@ class InstantTimeGenerator:
     only if absent).
     """
 
-    def __init__(self, *, clock: Callable[[], float] = time.time, max_wait_ms: int = 10_000) -> None:
+    def __init__(
+        self, zone: tzinfo | None = UTC, *, clock: Callable[[], float] = time.time, max_wait_ms: int = 10_000
+    ) -> None:
+        self.zone = zone
         self._clock = clock
         self._last_ms = 0
         self._lock = threading.Lock()
@@ -186,7 +193,8 @@ class InstantTimeGenerator:
         now = self._now_ms()
         if floor_ms - now > self._max_wait_ms:
             raise PyHudiError(
-                f"latest instant time {format_instant_time(floor_ms)} is {floor_ms - now} ms ahead of the clock"
+                f"latest instant time {format_instant_time(floor_ms, self.zone)} is {floor_ms - now} ms ahead of the "
+                f"clock (instant times in {_zone_name(self.zone)})"
             )
         while now <= floor_ms:
             time.sleep(max(0.0002, (floor_ms - now + 1) / 1000))
@@ -195,11 +203,20 @@ class InstantTimeGenerator:
 
     def next(self, floor: str | None = None) -> str:
         """A new instant time, greater than every time issued before and than ``floor``."""
-        floor_ms = parse_instant_time(floor) if floor else 0
+        floor_ms = parse_instant_time(floor, self.zone) if floor else 0
         with self._lock:
             now = self._wait_past(max(self._last_ms, floor_ms))
             self._last_ms = now
-            return format_instant_time(now)
+            return format_instant_time(now, self.zone)
+
+    @classmethod
+    def for_table(cls, config: TableConfig) -> InstantTimeGenerator:
+        """A generator of the table's instant times (in its timeline's zone)."""
+        return cls(config.timeline_zone)
+
+
+def _zone_name(zone: tzinfo | None) -> str:
+    return "UTC" if zone is UTC else "the local time zone (hoodie.table.timeline.timezone=LOCAL)"
 
 
 # -- timelines ------------------------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, tzinfo
 from typing import Any
 
 from pyhudi import config as C
@@ -153,9 +154,11 @@ class WriterStatus:
 
 
 def writer_status(
-    storage: Storage, base_path: str, instant: str, config: HeartbeatConfig, now_ms: int | None = None
+    storage: Storage, base_path: str, instant: str, config: HeartbeatConfig, now_ms: int | None = None,
+    *, zone: tzinfo | None = UTC,
 ) -> WriterStatus:
-    """Whether the write holding ``instant`` is live or has failed, from its heartbeat."""
+    """Whether the write holding ``instant`` is live or has failed, from its heartbeat (none yet: from the age
+    of its instant time, in the table's timeline ``zone``)."""
     now = int(time.time() * 1000) if now_ms is None else now_ms
     path = heartbeat_path(base_path, instant)
     try:
@@ -163,7 +166,7 @@ def writer_status(
         data = storage.read_bytes(path)
     except StorageError:
         try:
-            age = now - parse_instant_time(instant)
+            age = now - parse_instant_time(instant, zone)
         except ValueError:
             return WriterStatus(WriterState.DEAD, "no heartbeat, unparsable instant time")
         if age > config.tolerance_ms:

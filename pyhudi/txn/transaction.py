@@ -29,6 +29,7 @@ before it raises :class:`~pyhudi.errors.ConcurrentWriteConflict`, leaving the ta
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import posixpath
 import time
@@ -102,6 +103,7 @@ from pyhudi.txn.conflict import Footprint, completed_writes_since, find_conflict
 from pyhudi.txn.heartbeat import (
     Heartbeat,
     HeartbeatConfig,
+    WriterStatus,
     delete_heartbeat,
     heartbeat_instants,
     heartbeat_path,
@@ -241,7 +243,6 @@ class WriteTransaction:
         self.concurrency = Concurrency.from_options(self.options)
         self.lock: LockProvider = lock_provider(storage, self.base_path, self.options,
                                                 needed=self.concurrency.optimistic)
-        self.gen = InstantTimeGenerator()
         self.fault_spec = faults.spec(self.options)
         self.instant: str | None = None
         self.heartbeat: Heartbeat | None = None
@@ -259,6 +260,15 @@ class WriteTransaction:
     # -- table state ------------------------------------------------------------------------------------------
     def config(self) -> TableConfig:
         return read_table_config(self.storage, posixpath.join(self.base_path, METAFOLDER))
+
+    @functools.cached_property
+    def gen(self) -> InstantTimeGenerator:
+        """This transaction's instant times, in the table's timeline zone."""
+        return InstantTimeGenerator.for_table(self.config())
+
+    def writer_status(self, instant: str) -> WriterStatus:
+        """Whether the write holding ``instant`` is live or has failed (:func:`~pyhudi.txn.heartbeat.writer_status`)."""
+        return writer_status(self.storage, self.base_path, instant, self.concurrency.heartbeat, zone=self.gen.zone)
 
     def timeline(self) -> ActiveTimeline:
         return ActiveTimeline.load(self.storage, self.base_path, self.config())
@@ -390,7 +400,7 @@ class WriteTransaction:
         """Roll back the pending writes whose heartbeat says they failed; with ``refuse_live``, a live one makes
         this write fail instead (single-writer mode)."""
         statuses = {
-            i.requested_time: writer_status(self.storage, self.base_path, i.requested_time, self.concurrency.heartbeat)
+            i.requested_time: self.writer_status(i.requested_time)
             for i in tl.pending() if i.action in ROLLBACK_ACTIONS
         }
         live = {t: s for t, s in statuses.items() if not s.is_dead}
@@ -410,9 +420,7 @@ class WriteTransaction:
         now = tl.reload()
         for t in heartbeat_instants(self.storage, self.base_path):
             inst = now.get(t)
-            if (inst is None or inst.is_completed) and writer_status(
-                self.storage, self.base_path, t, self.concurrency.heartbeat
-            ).is_dead:
+            if (inst is None or inst.is_completed) and self.writer_status(t).is_dead:
                 delete_heartbeat(self.storage, self.base_path, t)
 
     def _reserve(self, tl: ActiveTimeline) -> None:
@@ -701,7 +709,7 @@ class WriteTransaction:
             t = inst.requested_time
             # pyhudi's compactions keep a heartbeat: one whose heartbeat is not dead runs in another process. One
             # without a heartbeat file (Apache Hudi keeps none for compactions) is run again, as before
-            status = (writer_status(self.storage, self.base_path, t, self.concurrency.heartbeat)
+            status = (self.writer_status(t)
                       if self.storage.exists(heartbeat_path(self.base_path, t)) else None)
             if status is not None and not status.is_dead:
                 raise ConcurrentWriterError(
@@ -856,7 +864,7 @@ def rollback_write(
                               "can be rolled back")
         if inst.action not in ROLLBACK_ACTIONS:
             raise PyHudiError(f"{base_path}: instant {instant} is a pending {inst.action}, not a write")
-        status = writer_status(storage, base_path, instant, tx.concurrency.heartbeat)
+        status = tx.writer_status(instant)
         if not status.is_dead:
             raise ConcurrentWriterError(f"{base_path}: the write {instant} is live ({status.reason}); it can be "
                                         "rolled back once it failed")

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from pyhudi.errors import StorageError
+from pyhudi.errors import ConfigError, StorageError
 from pyhudi.io.storage import Storage
 from pyhudi.table import properties as P
 from pyhudi.table.properties import TableConfig
@@ -174,3 +174,12 @@ def test_storage_create_update_and_backup_protocol(tmp_path: Path) -> None:
     backup.write_text("garbage")
     P.recover_table_config(storage, meta)
     assert not backup.exists() and P.read_table_config(storage, meta) == again
+
+
+def test_timeline_zone() -> None:
+    assert TableConfig.create("t").timeline_zone is UTC  # pyhudi's tables say their instant times are UTC
+    assert TableConfig.create("t").to_dict()[P.TIMELINE_TIMEZONE] == "UTC"
+    assert TableConfig({P.TABLE_NAME: "t"}).timeline_zone is None  # Hudi's default: LOCAL
+    assert TableConfig({P.TIMELINE_TIMEZONE: "LOCAL"}).timeline_zone is None
+    with pytest.raises(ConfigError, match=r"hoodie.table.timeline.timezone='Asia/Shanghai'.*LOCAL or UTC"):
+        TableConfig({P.TIMELINE_TIMEZONE: "Asia/Shanghai"}).timeline_zone  # noqa: B018

@@ -1,6 +1,9 @@
 from __future__ import annotations
 
 import threading
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -204,3 +207,28 @@ def test_instant_time_frozen_clock_waits() -> None:
     gen = InstantTimeGenerator(clock=lambda: next(ticks))
     assert gen.next() == format_instant_time(1_000_000)
     assert gen.next() == format_instant_time(1_000_001)
+
+
+@pytest.fixture
+def east_of_utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The process's local time zone is UTC+8 (no daylight saving) for the test."""
+    monkeypatch.setenv("TZ", "Etc/GMT-8")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def test_instant_times_in_the_local_zone(east_of_utc: None) -> None:
+    t_utc = "20260307162434124"
+    ms = parse_instant_time(t_utc)
+    assert format_instant_time(ms, None) == "20260308002434124"  # Hudi's LOCAL: eight hours ahead here
+    assert parse_instant_time("20260308002434124", None) == ms
+    assert format_instant_time(ms, UTC) == t_utc
+    local = InstantTimeGenerator(None).next()
+    assert abs(parse_instant_time(local, None) - time.time() * 1000) < 60_000
+    assert local[:10] == datetime.now().strftime("%Y%m%d%H")  # the local wall clock, not UTC's
+    # a timeline in UTC is eight hours behind this one: no wait; a UTC generator refuses a local floor
+    assert InstantTimeGenerator(None).next(floor=InstantTimeGenerator(UTC).next()) >= local
+    with pytest.raises(PyHudiError, match="ahead of the clock"):
+        InstantTimeGenerator(UTC, max_wait_ms=100).next(floor=InstantTimeGenerator(None).next())

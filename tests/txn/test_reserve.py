@@ -4,12 +4,20 @@ absent, after every time on the timeline and every other reservation."""
 from __future__ import annotations
 
 import multiprocessing as mp
+import time
+from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
+from pyhudi.errors import PyHudiError
 from pyhudi.io.storage import Storage
-from pyhudi.table.timeline import ActiveTimeline
+from pyhudi.table.properties import TIMELINE_TIMEZONE, update_table_config
+from pyhudi.table.timeline import ActiveTimeline, InstantTimeGenerator
 from pyhudi.txn.transaction import WriteTransaction
 from tests.support.fabricate import make_table
+
+LOCAL = Storage.from_uri("/")[0]
 
 
 def _child(base: str, n: int, q: mp.Queue) -> None:
@@ -37,3 +45,31 @@ def test_instant_times_unique_across_processes(tmp_path: Path) -> None:
     for r in results:
         assert r == sorted(r)
     assert sorted(p.name for p in (Path(base) / ".hoodie" / ".heartbeat").iterdir()) == sorted(flat)
+
+
+@pytest.mark.parametrize("zone", ["LOCAL", None])
+def test_a_table_in_local_time_gets_local_instant_times(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        zone: str | None) -> None:
+    """A table whose timeline is in local time (``hoodie.table.timeline.timezone=LOCAL``, Hudi's default: Java
+    writers leave it out) gets instant times in the machine's zone, as Hudi's writers on that machine do; a
+    pyhudi table (UTC) keeps UTC times; and a timeline ahead of the clock in the table's zone is refused."""
+    utc_base, base = make_table(tmp_path / "utc"), make_table(tmp_path / "local")
+    meta = str(Path(base) / ".hoodie")
+    update_table_config(LOCAL, meta, {TIMELINE_TIMEZONE: zone} if zone else None, deletes=() if zone else [TIMELINE_TIMEZONE])
+    monkeypatch.setenv("TZ", "Etc/GMT-8")  # UTC+8
+    time.tzset()
+    try:
+        local = WriteTransaction(LOCAL, base, {})
+        local._reserve(ActiveTimeline.load(LOCAL, base))
+        assert local.instant is not None and local.instant[:10] == datetime.now().strftime("%Y%m%d%H")
+        utc = WriteTransaction(LOCAL, utc_base, {})
+        utc._reserve(ActiveTimeline.load(LOCAL, utc_base))
+        assert utc.instant is not None and utc.instant[:10] == datetime.now(UTC).strftime("%Y%m%d%H")
+        # the local table's latest time, read as UTC, lies eight hours ahead of the clock: a UTC writer refuses it
+        wrong = WriteTransaction(LOCAL, base, {})
+        wrong.gen = InstantTimeGenerator(UTC)
+        with pytest.raises(PyHudiError, match="ahead of the clock"):
+            wrong._reserve(ActiveTimeline.load(LOCAL, base))
+    finally:
+        monkeypatch.undo()
+        time.tzset()
