@@ -42,6 +42,7 @@ from pyhudi.spark.frames import local_frame
 from pyhudi.table import markers
 from pyhudi.table.commit_metadata import commit_metadata, write_stat
 from pyhudi.table.fsview import FileSystemView, StorageListing
+from pyhudi.table.recorded_paths import compaction_operations
 from pyhudi.table.schema import COMMIT_TIME_COL, RECORD_KEY_COL, avro_schema_json
 from pyhudi.table.timeline import COMMIT, COMPACTION, DELTA_COMMIT, ActiveTimeline, Instant, State
 
@@ -196,10 +197,10 @@ def execute_compaction(
 
     plan = timeline.read_plan(COMPACTION, instant)
     requested = Instant(instant, COMPACTION, State.REQUESTED)
+    ops = compaction_operations(plan, timeline.path_of(requested))  # checked before anything is written
     inflight_path = timeline.path_of(Instant(instant, COMPACTION, State.INFLIGHT))
     inflight = (Instant(instant, COMPACTION, State.INFLIGHT) if storage.exists(inflight_path)
                 else timeline.transition_to_inflight(requested, None))
-    ops = plan.get("operations") or []
     # the log blocks of the deltacommits completed when the compaction was planned (all before it)
     table = read_plan.TableFiles(storage, base_path, config)
     spec = read_plan._spec(table, timeline)

@@ -9,7 +9,9 @@ table too, as a second line).
   used (Hudi records full paths or URIs), joined to the partition the plan names;
 - a rollback deletes only files written by the instant it rolls back (their names carry that instant, for table
   versions 8 and 9), so a crafted plan cannot make it delete committed data;
-- a write stat's ``path`` is ``<partition>/<file name>`` (the bare name for the table's root).
+- a write stat's ``path`` is ``<partition>/<file name>`` (the bare name for the table's root);
+- a compaction operation names a partition, a file id that makes a bare file name, and the base and log files of
+  that file group only (bare names: only their base names are used, as for rollback and clean plans).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pyhudi.errors import CorruptFileError
-from pyhudi.table.filenames import parse_data_file_name
+from pyhudi.table.filenames import BaseFileName, LogFileName, parse_data_file_name
 from pyhudi.table.partition_path import check_file_name, check_partition_path, shown
 
 
@@ -83,3 +85,43 @@ def write_stat_path(partition: str, stat: Mapping[str, Any], source: str) -> str
             source, f"write stat file {shown(path)} does not lie in its partition {shown(partition)}"
         )
     return path
+
+
+def compaction_operations(plan: Mapping[str, Any], source: str) -> list[dict[str, Any]]:
+    """The ``operations`` of a HoodieCompactionPlan, checked, with ``dataFilePath`` and ``deltaFilePaths``
+    reduced to bare file names: each names a safe partition, a file id that is a bare file name without ``_``,
+    and only that file group's base file and log files."""
+    out: list[dict[str, Any]] = []
+    for op in plan.get("operations") or []:
+        partition = check_partition_path(op.get("partitionPath") or "", source, "compaction partition")
+        fid = op.get("fileId")
+        if not isinstance(fid, str) or "_" in fid:
+            raise CorruptFileError(source, f"compaction file id {fid!r} is not a Hudi file id")
+        check_file_name(fid, source, "compaction file id")
+        base_t = str(op.get("baseInstantTime") or "")
+        if not base_t.isdigit():
+            raise CorruptFileError(source, f"compaction of file group {shown(fid)} has no valid base instant "
+                                           f"({base_t!r})")
+        checked = dict(op, partitionPath=partition)
+        if op.get("dataFilePath"):
+            name = _data_file_name(op["dataFilePath"], source, "compaction base file")
+            if not isinstance(parse_data_file_name(name), BaseFileName):
+                raise CorruptFileError(source, f"compaction base file {shown(name)} is not a base file")
+            checked["dataFilePath"] = name
+        else:
+            checked["dataFilePath"] = None
+        logs = []
+        for recorded in op.get("deltaFilePaths") or []:
+            name = _data_file_name(recorded, source, "compaction log file")
+            if not isinstance(parse_data_file_name(name), LogFileName):
+                raise CorruptFileError(source, f"compaction log file {shown(name)} is not a log file")
+            logs.append(name)
+        checked["deltaFilePaths"] = logs
+        for name in filter(None, [checked["dataFilePath"], *logs]):
+            parsed = parse_data_file_name(name)
+            assert parsed is not None
+            if parsed.file_id != fid:
+                raise CorruptFileError(source, f"compaction of file group {shown(fid)} names {shown(name)}, a file "
+                                               "of another file group")
+        out.append(checked)
+    return out

@@ -20,7 +20,7 @@ from pyhudi.table.partition_path import (
     shown,
     unsafe_mask,
 )
-from pyhudi.table.recorded_paths import clean_targets, rollback_targets, write_stat_path
+from pyhudi.table.recorded_paths import clean_targets, compaction_operations, rollback_targets, write_stat_path
 
 URLENCODE = "hoodie.datasource.write.partitionpath.urlencode"
 HIVE = "hoodie.datasource.write.hive_style_partitioning"
@@ -206,3 +206,34 @@ def test_write_stat_path() -> None:
                                 ("a", "a/..", "is '..'"), ("a", "a/", "is empty"), ("a", None, "has no file path")]:
         with pytest.raises(CorruptFileError, match=f"^c: .*{re.escape(pattern)}"):
             write_stat_path(part, {"path": path}, "c")
+
+
+def _compaction_op(partition: str = "a", fid: str = "f1-0", base: str | None = BASE, logs: tuple[str, ...] = (LOG,),
+                   base_t: str = T) -> dict:
+    return {"operations": [{"partitionPath": partition, "fileId": fid, "dataFilePath": base,
+                            "deltaFilePaths": list(logs), "baseInstantTime": base_t, "metrics": {}}]}
+
+
+def test_compaction_operations() -> None:
+    [op] = compaction_operations(_compaction_op(base=f"/t/a/{BASE}"), "plan")
+    assert (op["partitionPath"], op["fileId"], op["dataFilePath"], op["deltaFilePaths"]) == ("a", "f1-0", BASE, [LOG])
+    [op] = compaction_operations(_compaction_op("", base=None), "plan")
+    assert op["partitionPath"] == "" and op["dataFilePath"] is None
+
+
+@pytest.mark.parametrize(("plan", "pattern"), [
+    (_compaction_op(".hoodie/metadata/files"), "compaction partition '.hoodie/metadata/files' has a segment starting "
+                                               "with '.hoodie'"),
+    (_compaction_op("../x"), "compaction partition '../x' has a '..' segment"),
+    (_compaction_op(fid="../f1-0"), "compaction file id '../f1-0' is a path"),
+    (_compaction_op(fid="f1_0"), "compaction file id 'f1_0' is not a Hudi file id"),
+    (_compaction_op(fid=None), "compaction file id None is not a Hudi file id"),  # type: ignore[arg-type]
+    (_compaction_op(base="../../etc/passwd"), "compaction base file '../../etc/passwd' does not name a Hudi data file"),
+    (_compaction_op(base=LOG), f"compaction base file '{LOG}' is not a base file"),
+    (_compaction_op(logs=(BASE,)), f"compaction log file '{BASE}' is not a log file"),
+    (_compaction_op(fid="f2-0"), f"compaction of file group 'f2-0' names '{BASE}', a file of another file group"),
+    (_compaction_op(base_t="x"), "has no valid base instant"),
+])
+def test_compaction_operations_refuse_crafted_plans(plan: dict, pattern: str) -> None:
+    with pytest.raises(CorruptFileError, match="^plan: .*" + re.escape(pattern)):
+        compaction_operations(plan, "plan")
