@@ -22,7 +22,7 @@ batches of the prepare stage, before the write's instant or any file exists) and
 stays refused. Hive-style partitioning names a folder ``field=value``, so ``p=..`` is a safe segment. Null and
 empty values become ``__HIVE_DEFAULT_PARTITION__`` before the check.
 
-Names read back from a table's own files (metadata-table records, rollback and clean plans, markers, commit
+Names read back from a table's own files (metadata-table records, rollback, clean and compaction plans, markers, commit
 metadata) are checked with the structural rules only (1-3 and NUL; a backslash counts as a separator when
 looking for ``..``), since other writers may have used longer names or control characters legitimately:
 :func:`check_partition_path`, :func:`check_file_name`. Errors name the file that carried the bad name.
