@@ -40,11 +40,10 @@ from pyhudi.io.arrow import binary_buffers, to_binary_array
 from pyhudi.io.logfile import DeleteColumns, DeleteRecord, OrderingType
 from pyhudi.read import _kernels as K
 from pyhudi.table.properties import PAYLOAD_CLASS, TableConfig
-from pyhudi.table.schema import IS_DELETED_COL, RECORD_KEY_COL
+from pyhudi.table.schema import IS_DELETED_COL, OPERATION_COL, RECORD_KEY_COL
 
 EVENT_TIME = "EVENT_TIME_ORDERING"
 COMMIT_TIME = "COMMIT_TIME_ORDERING"
-OPERATION_COL = "_hoodie_operation"
 DELETE_FIELD_KEY = "hoodie.payload.delete.field"
 DELETE_MARKER_KEY = "hoodie.payload.delete.marker"
 PARTIAL_UPDATE_MODE_KEY = "hoodie.table.partial.update.mode"

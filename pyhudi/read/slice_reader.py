@@ -39,12 +39,12 @@ from pyhudi.io.pools import shared_pool
 from pyhudi.io.storage import Storage
 from pyhudi.read.filters import Pred, Stats, all_may_match
 from pyhudi.read.logscan import CommittedInstants, scan_log_blocks
-from pyhudi.read.merge import OPERATION_COL, LogRecords, MergeConfig, Winners, final_merge
+from pyhudi.read.merge import LogRecords, MergeConfig, Winners, final_merge
 from pyhudi.table.evolution import FileMapping, conform_table
 from pyhudi.table.filenames import BaseFileName, parse_data_file_name
 from pyhudi.table.fsview import FileSlice
 from pyhudi.table.internal_schema import SchemaOnRead, to_arrow
-from pyhudi.table.schema import COMMIT_TIME_COL, RECORD_KEY_COL, with_meta, without_meta
+from pyhudi.table.schema import COMMIT_TIME_COL, OPERATION_COL, RECORD_KEY_COL, with_meta, without_meta
 
 DEFAULT_BATCH_ROWS = int(str(C.READ_BATCH_ROWS.default))
 DEFAULT_LOG_COMPACT_ROWS = int(str(C.READ_LOG_COMPACT_ROWS.default))

@@ -39,7 +39,7 @@ import pyarrow as pa
 
 from pyhudi.errors import InvalidInputError, UnsupportedTableError
 from pyhudi.table.internal_schema import Array, InternalSchema, IType, Map, Record, SchemaOnRead
-from pyhudi.table.schema import META_COLUMNS, avro_primitive
+from pyhudi.table.schema import INPUT_META_COLUMNS, avro_primitive
 
 #: Avro's schema-resolution promotions: writer type -> reader types that can read it
 PROMOTIONS: dict[str, frozenset[str]] = {
@@ -223,8 +223,8 @@ def writer_schema(table: pa.Schema, incoming: pa.Schema, *, reconcile: bool, whe
     """The data schema (no meta columns) a write of ``incoming`` into a table of schema ``table`` writes and
     records (see the module docstring); InvalidInputError naming the column when Hudi's evolution cannot take
     it."""
-    tf = [f for f in table if f.name not in META_COLUMNS]
-    inf = [f for f in incoming if f.name not in META_COLUMNS]
+    tf = [f for f in table if f.name not in INPUT_META_COLUMNS]
+    inf = [f for f in incoming if f.name not in INPUT_META_COLUMNS]
     return pa.schema(_Evolver(reconcile, where).fields(tf, inf, ""))
 
 

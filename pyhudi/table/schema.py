@@ -41,6 +41,12 @@ RECORD_KEY_COL = "_hoodie_record_key"
 PARTITION_PATH_COL = "_hoodie_partition_path"
 FILE_NAME_COL = "_hoodie_file_name"
 META_COLUMNS = (COMMIT_TIME_COL, COMMIT_SEQNO_COL, RECORD_KEY_COL, PARTITION_PATH_COL, FILE_NAME_COL)
+#: a record's change type (``I``, ``U``, ``-U``, ``D``) in log blocks of writers that keep it: a reader takes ``D``
+#: and ``-U`` for deletes
+OPERATION_COL = "_hoodie_operation"
+#: the meta fields a writer takes out of its input and of a data schema (Hudi's ``HOODIE_META_COLUMNS_WITH_OPERATION``):
+#: never data, whatever an input holds in them
+INPUT_META_COLUMNS = (*META_COLUMNS, OPERATION_COL)
 IS_DELETED_COL = "_hoodie_is_deleted"
 META_SCHEMA = pa.schema([pa.field(c, pa.string()) for c in META_COLUMNS])
 
@@ -57,7 +63,8 @@ def record_name(table_name: str) -> tuple[str, str]:
 
 
 def without_meta(schema: pa.Schema) -> pa.Schema:
-    return pa.schema([f for f in schema if f.name not in META_COLUMNS])
+    """``schema`` without its meta fields (:data:`INPUT_META_COLUMNS`)."""
+    return pa.schema([f for f in schema if f.name not in INPUT_META_COLUMNS])
 
 
 def with_meta(schema: pa.Schema) -> pa.Schema:

@@ -37,8 +37,8 @@ from pyhudi.table.fsview import BaseFile
 from pyhudi.table.keygen import EMPTY_PLACEHOLDER, NULL_PLACEHOLDER, KeyGenerator
 from pyhudi.table.partition_path import check_partition_path
 from pyhudi.table.schema import (
+    INPUT_META_COLUMNS,
     IS_DELETED_COL,
-    META_COLUMNS,
     PARTITION_PATH_COL,
     RECORD_KEY_COL,
     commit_schema_json,
@@ -320,7 +320,7 @@ class WriteProducer:
         """The input's data columns; InvalidInputError naming a record key, partition or ordering column the
         input lacks."""
         cfg = self.cfg
-        data_cols = [c for c in columns if c not in META_COLUMNS]
+        data_cols = [c for c in columns if c not in INPUT_META_COLUMNS]
         names = set(data_cols)
         for what, cols in (
             ("record key", cfg.record_key_fields),

@@ -320,3 +320,25 @@ def test_mor_writes_pyhudi_does_not_make_exactly_are_refused(spark, tmp_path: Pa
     with pytest.raises(UnsupportedTableError, match="building the record index"):
         Table.open(base).build_record_index()
     assert sorted(str(p) for p in Path(base).rglob("*")) == files
+
+
+@pytest.mark.parametrize("opts", [MOR_OPTS, OPTS], ids=["mor", "cow"])
+def test_an_input_column_named_like_the_operation_meta_field_is_no_data(spark, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                                                       opts: dict[str, str]) -> None:
+    """``_hoodie_operation`` is a meta field (``D`` and ``-U`` in it mark deletes in log blocks): a writer drops it
+    from its input, as Hudi does, so a record value never decides a delete nor becomes a data column."""
+    base = str(tmp_path / "t")
+    model: dict[str, Any] = {}
+    first = rows(range(3))
+    Table.create(base, SCHEMA, opts)
+    Table.open(base).write(spark.createDataFrame(to_arrow(first)), "insert", opts)
+    apply(model, "insert", first)
+    update = rows(range(3), ts=2, v=0.5)
+    with_op = to_arrow(update).append_column("_hoodie_operation", pa.array(["D", "-U", "I"]))
+    Table.open(base).write(spark.createDataFrame(with_op), "upsert", opts)
+    apply(model, "upsert", update)
+    t = Table.open(base)
+    assert "_hoodie_operation" not in t.schema().names
+    assert table_rows(t.to_arrow()) == expected(model)
+    assert table_rows(rs_read(base)) == expected(model)
+    assert "_hoodie_operation" not in rs_read(base).column_names
