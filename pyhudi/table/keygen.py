@@ -296,7 +296,23 @@ def _get_column(batch: Batch, name: str, what: str) -> pa.Array:
 
 
 def _column_strings(batch: Batch, name: str, what: str) -> pa.Array:
-    return to_hudi_strings(_get_column(batch, name, what), name)
+    """The strings of column ``name`` (Hudi's text of its values), refused with InvalidInputError naming the row
+    when one is not valid UTF-8: Spark and pyarrow pass such strings on unchecked, and a record key or partition
+    path must be the same text wherever it is read (the driver's plan, the tasks, the metadata table)."""
+    values = to_hudi_strings(_get_column(batch, name, what), name)
+    try:
+        values.validate(full=True)
+    except pa.ArrowInvalid:
+        raw = values.cast(pa.binary()).to_pylist()
+        for row, v in enumerate(raw):
+            if v is not None:
+                try:
+                    v.decode("utf-8")
+                except UnicodeDecodeError:
+                    raise InvalidInputError(
+                        f"{what} field {name!r} at row {row} is not valid UTF-8 text: {v[:40]!r}") from None
+        raise
+    return values
 
 
 def to_hudi_strings(arr: pa.Array, name: str = "value") -> pa.Array:

@@ -1107,7 +1107,8 @@ def _groups_exactly(t: Any) -> bool:
 
 def _bad_key_condition(kg: KeyGenerator, string_cols: set[str]) -> Column:
     """True for a record whose record key the key generator refuses (null or empty; with the complex encoding,
-    every field null or empty; a key longer than the record index holds, counting a field that is not a string
+    every field null or empty; a string field that is not valid UTF-8; a key longer than the record index holds,
+    counting a field that is not a string
     as one byte: a key too long only by such fields' text is refused by the write task that makes it);
     ``string_cols``: the input's string columns (the others cannot be empty)."""
     from pyspark.sql import functions as F
@@ -1126,15 +1127,20 @@ def _bad_key_condition(kg: KeyGenerator, string_cols: set[str]) -> Column:
                 .otherwise(F.octet_length(c)))
 
     fields = kg.record_key_fields
+    # a string that is not valid UTF-8 (Spark passes such bytes on unchecked)
+    invalid = F.lit(False)
+    for f in dict.fromkeys(fields):
+        if f in string_cols:
+            invalid = invalid | (_col(f).isNotNull() & ~F.is_valid_utf8(_col(f)))
     if not kg.complex_key_encoding:
-        return missing(fields[0]) | (length(fields[0]) > F.lit(MAX_ROW_LENGTH))
+        return missing(fields[0]) | (length(fields[0]) > F.lit(MAX_ROW_LENGTH)) | invalid
     cond = missing(fields[0])
     for f in fields[1:]:
         cond = cond & missing(f)
     size = F.lit(len(fields) - 1 + sum(len(f) + 1 for f in fields))  # "f1:v1,f2:v2"
     for f in fields:
         size = size + length(f)
-    return cond | (size > F.lit(MAX_ROW_LENGTH))
+    return cond | (size > F.lit(MAX_ROW_LENGTH)) | invalid
 
 
 #: the bucket of a bulk insert's record whose partition its plan did not see (the input changed between reads)

@@ -4,6 +4,7 @@ the message on stderr names the column, option or file)."""
 
 from __future__ import annotations
 
+import itertools
 import re
 import subprocess
 from pathlib import Path
@@ -79,6 +80,16 @@ def _null_ordering() -> pa.Table:
     return to_arrow(b)
 
 
+def _invalid_utf8(col: str) -> pa.Table:
+    """Row 1's ``col`` holds bytes that are not UTF-8 (written by a writer that does not check; Spark passes them on)."""
+    t = to_arrow(rows(range(10, 13)))
+    values = [v.encode() for v in t.column(col).to_pylist()]
+    values[1] = b"k\xff1"
+    offsets = pa.array(list(itertools.accumulate((len(v) for v in values), initial=0)), pa.int32())
+    raw = pa.Array.from_buffers(pa.string(), len(values), [None, offsets.buffers()[1], pa.py_buffer(b"".join(values))])
+    return t.set_column(t.schema.get_field_index(col), col, raw)
+
+
 def _with_column(field: pa.Field, values: list) -> pa.Table:
     return to_arrow(rows(range(10, 12))).append_column(field, pa.array(values, field.type))
 
@@ -92,6 +103,10 @@ CASES = {
     "null_record_key_bulk_insert": (_null_key, "bulk_insert", {}, InvalidInputError, r"record key field 'id' is null"),
     "empty_record_key_bulk_insert": (_empty_key, "bulk_insert", {}, InvalidInputError,
                                      r"record key field 'id' is empty"),
+    **{f"invalid_utf8_{what}_{op}": (lambda col=col: _invalid_utf8(col), op, {}, InvalidInputError,
+                                      rf"{what.replace('_', ' ')} field '{col}' at row \d+ is not valid UTF-8 text: "
+                                      r"b'k\\xff1'")
+       for what, col in (("record_key", "id"), ("partition_path", "p")) for op in ("upsert", "insert", "bulk_insert")},
     "record_key_too_long": (_long_key, "upsert", {}, InvalidInputError, r"record key at row \d+ .* is 32768 bytes"),
     "record_key_too_long_bulk_insert": (_long_key, "bulk_insert", {}, InvalidInputError,
                                         r"record key at row \d+ .* is 32768 bytes.*at most 32767"),
