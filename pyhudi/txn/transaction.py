@@ -154,8 +154,10 @@ class Concurrency:
 
 # -- the options of a write against a table ------------------------------------------------------------------------
 def resolve_options(config: TableConfig, options: Mapping[str, Any] | None, timeline: ActiveTimeline) -> dict[str, str]:
-    """The write's options: the table's properties first for table-defining keys (a different record key or
-    partition field is an error), then the caller's, and the default index (:func:`default_index_type`)."""
+    """The write's options: the table's properties for table-defining keys, then the caller's, and the default
+    index (:func:`default_index_type`). A table-defining option given with another value than the table's is a
+    ConfigError (Hudi's "Config conflict"): the table's type, name, record key and partition fields, ordering
+    fields, key generator, partitioning style and merge mode are fixed when it is created."""
     o = {k: str(v) for k, v in (options or {}).items()}
     given_type = C.TABLE_TYPE.get(o) if any(o.get(k) for k in (C.TABLE_TYPE, *C.TABLE_TYPE.aliases)) else None
     if given_type is not None and given_type.strip().upper() != config.table_type:
@@ -163,6 +165,43 @@ def resolve_options(config: TableConfig, options: Mapping[str, Any] | None, time
             f"option {C.TABLE_TYPE}={given_type!r} does not match the table, a {config.table_type} table (a table's "
             "type cannot change)"
         )
+    table_keygen = config.key_generator_type or C.KEYGEN_CLASS_TYPES.get((config.key_generator_class or "").strip())
+
+    def fields(v: str) -> list[str]:
+        return [x.strip() for x in v.split(",") if x.strip()]
+
+    def flag(v: str) -> str:
+        return v.strip().lower()
+
+    def upper(v: str) -> str:
+        return v.strip().upper()
+
+    # (option keys whose given value must match, the table's value, how values compare)
+    checks: list[tuple[tuple[str, ...], str | None, Any]] = [
+        ((C.RECORDKEY_FIELD,), ",".join(config.record_key_fields), fields),
+        ((C.HIVE_STYLE_PARTITIONING,), str(config.hive_style_partitioning).lower(), flag),
+        ((C.URL_ENCODE_PARTITIONING,), str(config.url_encode_partitioning).lower(), flag),
+        ((C.TABLE_NAME,), config.table_name, str.strip),
+    ]
+    # a non-partitioned table's key generator takes no partition field: one given is ignored, as Hudi does
+    if table_keygen not in ("NON_PARTITION", "NON_PARTITIONED"):
+        checks.append(((C.PARTITIONPATH_FIELD,), ",".join(config.partition_fields), fields))
+    if config.ordering_fields:
+        checks.append(((C.ORDERING_FIELDS.key, C.PRECOMBINE_FIELD.key), ",".join(config.ordering_fields), fields))
+    if config.record_merge_mode:
+        checks.append(((C.RECORD_MERGE_MODE.key, *C.RECORD_MERGE_MODE.aliases), config.record_merge_mode, upper))
+    if table_keygen:
+        checks.append(((C.KEYGENERATOR_TYPE.key,), table_keygen, upper))
+        given_class = (o.get(C.KEYGENERATOR_CLASS.key) or "").strip()
+        if given_class in C.KEYGEN_CLASS_TYPES and C.KEYGEN_CLASS_TYPES[given_class] != upper(table_keygen):
+            raise ConfigError(f"option {C.KEYGENERATOR_CLASS.key}={given_class!r} does not match the table's key "
+                              f"generator, {table_keygen} (a table property, fixed when the table was created)")
+    for keys, value, norm in checks:
+        for k in keys:
+            given = o.get(k)
+            if given is not None and given.strip() and value is not None and norm(given) != norm(value):
+                raise ConfigError(f"option {k}={given!r} does not match the table's {value!r} (a table property, "
+                                  "fixed when the table was created)")
     fixed = {
         C.RECORDKEY_FIELD: ",".join(config.record_key_fields),
         C.PARTITIONPATH_FIELD: ",".join(config.partition_fields),
@@ -177,16 +216,7 @@ def resolve_options(config: TableConfig, options: Mapping[str, Any] | None, time
         fixed[C.KEYGENERATOR_CLASS] = config.key_generator_class
     if config.record_merge_mode:
         fixed[C.RECORD_MERGE_MODE] = config.record_merge_mode
-    # a non-partitioned table's key generator takes no partition field: one given is ignored, as Hudi does
-    table_keygen = config.key_generator_type or C.KEYGEN_CLASS_TYPES.get((config.key_generator_class or "").strip())
-    checked = (C.RECORDKEY_FIELD,) if table_keygen in ("NON_PARTITION", "NON_PARTITIONED") else (
-        C.RECORDKEY_FIELD, C.PARTITIONPATH_FIELD)
     for k, v in fixed.items():
-        given = o.get(k)
-        if given is not None and given.strip() and k in checked and (
-            [x.strip() for x in given.split(",")] != [x.strip() for x in v.split(",") if x.strip()]
-        ):
-            raise ConfigError(f"option {k}={given!r} does not match the table's {v!r}")
         o[k] = v
     if not (o.get(C.INDEX_TYPE) or "").strip():
         o[C.INDEX_TYPE] = default_index_type(config, o, timeline)
