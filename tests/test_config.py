@@ -114,3 +114,31 @@ def test_a_non_partitioned_key_generator_takes_no_partition_field(tmp_path, how:
     assert cfg.partition_fields == [] or cfg.partition_fields == ()
     assert cfg.key_generator_type == "NON_PARTITION"
     assert C.WriteConfig.from_options(resolve_options(cfg, opts, t.timeline())).partition_fields == ()
+
+
+def test_options_that_conflict_with_the_table_are_refused(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A table-defining option given with another value than the table's is refused (Hudi's "Config conflict"),
+    never silently replaced by the table's; the table's own values, in any spelling, pass."""
+    from pyhudi.table.table import Table
+    from pyhudi.txn.transaction import resolve_options
+
+    opts = {C.RECORDKEY_FIELD: "k", C.PARTITIONPATH_FIELD: "p", C.ORDERING_FIELDS: "ts",
+            C.HIVE_STYLE_PARTITIONING: "true", C.TABLE_NAME: "trips"}
+    schema = pa.schema([("k", pa.string()), ("p", pa.string()), ("ts", pa.int64()), ("v", pa.int64())])
+    t = Table.create(str(tmp_path / "t"), schema, opts)
+    same = {**opts, C.HIVE_STYLE_PARTITIONING: "TRUE", C.URL_ENCODE_PARTITIONING: "false",
+            "hoodie.datasource.write.precombine.field": "ts", "hoodie.write.record.merge.mode": "event_time_ordering",
+            C.KEYGENERATOR_TYPE: "simple", C.KEYGENERATOR_CLASS: "org.apache.hudi.keygen.SimpleKeyGenerator"}
+    resolved = resolve_options(t.config, same, t.timeline())
+    assert resolved[C.HIVE_STYLE_PARTITIONING] == "true" and resolved[C.ORDERING_FIELDS] == "ts"
+    for key, value in [(C.HIVE_STYLE_PARTITIONING, "false"), (C.URL_ENCODE_PARTITIONING, "true"),
+                       (C.ORDERING_FIELDS, "v"), ("hoodie.datasource.write.precombine.field", "v"),
+                       (C.RECORD_MERGE_MODE, "COMMIT_TIME_ORDERING"), ("hoodie.write.record.merge.mode", "COMMIT_TIME_ORDERING"),
+                       (C.KEYGENERATOR_TYPE, "COMPLEX"), (C.TABLE_NAME, "other"), (C.RECORDKEY_FIELD, "v"),
+                       (C.PARTITIONPATH_FIELD, "v")]:
+        with pytest.raises(ConfigError, match=f"option {re.escape(key)}='{value}' does not match the table's"):
+            resolve_options(t.config, {**opts, key: value}, t.timeline())
+    with pytest.raises(ConfigError, match=re.escape("keygenerator.class='org.apache.hudi.keygen.ComplexKeyGenerator' "
+                                                    "does not match the table's key generator, SIMPLE")):
+        resolve_options(t.config, {**opts, C.KEYGENERATOR_CLASS: "org.apache.hudi.keygen.ComplexKeyGenerator"},
+                        t.timeline())
