@@ -135,10 +135,13 @@ def test_options_that_conflict_with_the_table_are_refused(tmp_path) -> None:  # 
                        (C.ORDERING_FIELDS, "v"), ("hoodie.datasource.write.precombine.field", "v"),
                        (C.RECORD_MERGE_MODE, "COMMIT_TIME_ORDERING"), ("hoodie.write.record.merge.mode", "COMMIT_TIME_ORDERING"),
                        (C.KEYGENERATOR_TYPE, "COMPLEX"), (C.TABLE_NAME, "other"), (C.RECORDKEY_FIELD, "v"),
-                       (C.PARTITIONPATH_FIELD, "v")]:
+                       (C.PARTITIONPATH_FIELD, "v"), (C.WRITE_TABLE_VERSION, "8")]:
         with pytest.raises(ConfigError, match=f"option {re.escape(key)}='{value}' does not match the table's"):
             resolve_options(t.config, {**opts, key: value}, t.timeline())
     with pytest.raises(ConfigError, match=re.escape("keygenerator.class='org.apache.hudi.keygen.ComplexKeyGenerator' "
                                                     "does not match the table's key generator, SIMPLE")):
         resolve_options(t.config, {**opts, C.KEYGENERATOR_CLASS: "org.apache.hudi.keygen.ComplexKeyGenerator"},
                         t.timeline())
+    with pytest.raises(ConfigError, match=re.escape("version='8': pyhudi creates tables of version 9 only")):
+        Table.create(str(tmp_path / "v8"), schema, {**opts, C.WRITE_TABLE_VERSION: "8"})
+    assert not (tmp_path / "v8").exists()

@@ -26,6 +26,7 @@ from pyhudi.table.evolution import check_schema_names
 from pyhudi.table.fsview import FileSystemView
 from pyhudi.table.lsm_timeline import FullTimeline, LsmHistory
 from pyhudi.table.properties import (
+    CURRENT_TABLE_VERSION,
     METAFOLDER,
     TableConfig,
     create_table_config,
@@ -111,6 +112,10 @@ class Table:
         given = next((k for k in (C.TABLE_TYPE, *C.TABLE_TYPE.aliases) if options.get(k) is not None), C.TABLE_TYPE)
         table_type = check_new_table_type(uri, str(C.TABLE_TYPE.get(options)), given)
         wc = C.WriteConfig.from_options(options)
+        version = str(options.get(C.WRITE_TABLE_VERSION) or "").strip()
+        if version and version != str(CURRENT_TABLE_VERSION):
+            raise ConfigError(f"option {C.WRITE_TABLE_VERSION}={version!r}: pyhudi creates tables of version "
+                              f"{CURRENT_TABLE_VERSION} only")
         check_schema_names(schema, f"create {uri}")
         storage, path = Storage.from_uri(uri)
         _refuse_inside_a_table(storage, path, uri)

@@ -156,8 +156,8 @@ class Concurrency:
 def resolve_options(config: TableConfig, options: Mapping[str, Any] | None, timeline: ActiveTimeline) -> dict[str, str]:
     """The write's options: the table's properties for table-defining keys, then the caller's, and the default
     index (:func:`default_index_type`). A table-defining option given with another value than the table's is a
-    ConfigError (Hudi's "Config conflict"): the table's type, name, record key and partition fields, ordering
-    fields, key generator, partitioning style and merge mode are fixed when it is created."""
+    ConfigError (Hudi's "Config conflict"): the table's type, version, name, record key and partition fields,
+    ordering fields, key generator, partitioning style and merge mode are fixed when it is created."""
     o = {k: str(v) for k, v in (options or {}).items()}
     given_type = C.TABLE_TYPE.get(o) if any(o.get(k) for k in (C.TABLE_TYPE, *C.TABLE_TYPE.aliases)) else None
     if given_type is not None and given_type.strip().upper() != config.table_type:
@@ -182,6 +182,7 @@ def resolve_options(config: TableConfig, options: Mapping[str, Any] | None, time
         ((C.HIVE_STYLE_PARTITIONING,), str(config.hive_style_partitioning).lower(), flag),
         ((C.URL_ENCODE_PARTITIONING,), str(config.url_encode_partitioning).lower(), flag),
         ((C.TABLE_NAME,), config.table_name, str.strip),
+        ((C.WRITE_TABLE_VERSION,), str(config.table_version), str.strip),  # how keys are encoded follows it
     ]
     # a non-partitioned table's key generator takes no partition field: one given is ignored, as Hudi does
     if table_keygen not in ("NON_PARTITION", "NON_PARTITIONED"):
