@@ -15,7 +15,15 @@ from typing import TYPE_CHECKING
 
 from pyhudi.errors import ConfigError, UnsupportedTableError
 from pyhudi.table.internal_schema import history_files, refusal, schema_folder
-from pyhudi.table.properties import COPY_ON_WRITE, CURRENT_TABLE_VERSION, MERGE_ON_READ, TableConfig
+from pyhudi.table.properties import (
+    BASE_FILE_FORMAT,
+    COPY_ON_WRITE,
+    CURRENT_TABLE_VERSION,
+    DROP_PARTITION_COLUMNS,
+    MERGE_ON_READ,
+    POPULATE_META_FIELDS,
+    TableConfig,
+)
 
 if TYPE_CHECKING:
     from pyhudi.io.storage import Storage
@@ -55,8 +63,24 @@ def check_writable(table: str, config: TableConfig, what: str, *, storage: Stora
             f"{', '.join(map(str, WRITABLE_TABLE_VERSIONS))} only (it reads versions 8 and 9) and refuses {what} "
             "(upgrading the table is not implemented); nothing was written"
         )
+    feature = table_feature_not_written(config)
+    if feature is not None:
+        raise UnsupportedTableError(f"{table} has {feature}; pyhudi does not write such tables and refuses {what}; "
+                                    "nothing was written")
     if config.table_type == MERGE_ON_READ and not mor_supported:
         raise UnsupportedTableError(mor_refusal(table, what))
+
+
+def table_feature_not_written(config: TableConfig) -> str | None:
+    """The table property (as ``key=value`` text) that asks for files pyhudi does not write, or None: base files
+    in another format than parquet, no meta columns in them, or partition columns left out of them."""
+    if config.base_file_format.strip().upper() != "PARQUET":
+        return f"{BASE_FILE_FORMAT}={config.base_file_format} (pyhudi writes parquet base files)"
+    if not config.populate_meta_fields:
+        return f"{POPULATE_META_FIELDS}=false (pyhudi writes the meta columns into every file)"
+    if config.drop_partition_columns:
+        return f"{DROP_PARTITION_COLUMNS}=true (pyhudi keeps the partition columns in its files)"
+    return None
 
 
 def check_not_schema_on_read(storage: Storage, table: str, what: str) -> None:
