@@ -386,6 +386,21 @@ def _nested_plain_folders(found: InputFiles) -> bool:
     return bool(plain)
 
 
+def _refuse_partition_folders(found: InputFiles) -> None:
+    """A directory read through pyhudi's storage (not by Spark's readers) may not hold partition folders
+    (``name=value``): Spark would add their columns to the records, pyhudi's reader does not, and a column must
+    not be lost silently."""
+    root = _path_part(found.path)
+    for f in found.files:
+        rel = posixpath.relpath(_path_part(posixpath.dirname(f)), root)
+        folder = next((seg for seg in rel.split("/") if "=" in seg), None) if not rel.startswith(".") else None
+        if folder is not None:
+            raise InvalidInputError(
+                f"input directory {found.uri} holds partition folders ({folder!r}), whose name=value columns Spark's "
+                "readers add to the records; pyhudi reads this location without them: give the input where Spark "
+                "reaches it (e.g. an s3a:// path with the S3A connector), or with those columns in the files")
+
+
 def _read_with_spark(spark: SparkSession, lister: _Lister, found: InputFiles) -> DataFrame:
     from pyspark.sql import functions as F
     from pyspark.sql.types import StringType, StructField, StructType, TimestampNTZType, TimestampType
@@ -444,6 +459,8 @@ def _read_in_tasks(spark: SparkSession, storage: Storage, found: InputFiles) -> 
     from pyspark.sql.pandas.types import to_arrow_schema
 
     lister = _StorageLister(storage)
+    if found.kind == "directory":
+        _refuse_partition_folders(found)
     if found.format == "parquet":
         first = found.files[0]
         try:

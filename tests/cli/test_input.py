@@ -265,3 +265,16 @@ def test_sub_folders_are_judged_on_paths_without_scheme_and_authority() -> None:
     parts = InputFiles("hdfs:///in", "parquet", "hdfs:///in",
                        ("hdfs://nn:8020/in/p=1/a.parquet", "hdfs://nn:8020/in/p=2/b.parquet"), "directory")
     assert not _nested_plain_folders(parts)
+
+
+def test_partition_folders_are_refused_where_spark_does_not_read_them(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A Spark job's partitioned output (``day=d1/part-0.parquet``, the column only in the folder name): Spark's
+    readers add the column; read through pyhudi's storage (an object-store URI only pyarrow reaches) it would be
+    lost, so that reader refuses the layout, naming the folder."""
+    d = tmp_path / "in"
+    for day in ("d1", "d2"):
+        (d / f"day={day}").mkdir(parents=True)
+        pq.write_table(_table(2), d / f"day={day}" / "part-0.parquet")
+    assert {r[-1] for r in _rows(read_input(spark, str(d)))} == {"d1", "d2"}
+    with pytest.raises(InvalidInputError, match=r"holds partition folders \('day=d1'\), whose name=value columns"):
+        read_input(spark, f"file://{d}", via_storage=True)
