@@ -56,7 +56,8 @@ def _cell(v: Any) -> str:
     return str(v)
 
 
-_URI_SECRET = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://[^/@\s:'\"]*:)[^/@\s'\"]+@")
+# the secret runs to the credentials' '@': it may hold a '/' (left unencoded) or a quote
+_URI_SECRET = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://[^/@\s:'\"]*:)[^@\s]+@")
 
 
 def redact_uri_secrets(text: str) -> str:

@@ -158,8 +158,9 @@ def read(
                                     "its table (the file could replace one of its data files)")
         with storage.open_output(p) as f:
             pq.write_table(data, f)
-        msg = {"rows": data.num_rows, "output": output}
-        emit_json(msg) if as_json else click.echo(f"wrote {data.num_rows} rows to {output}")
+        shown = redact_uri_secrets(output)
+        msg = {"rows": data.num_rows, "output": shown}
+        emit_json(msg) if as_json else click.echo(f"wrote {data.num_rows} rows to {shown}")
         return
     rows = data.to_pylist()
     if as_json:

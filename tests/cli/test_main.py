@@ -61,3 +61,15 @@ def test_json_output_gets_an_object_for_an_unexpected_error(tmp_path: Path, monk
     assert res.exit_code == 1 and isinstance(res.exception, RuntimeError)
     assert json.loads(res.stdout.strip().splitlines()[-1]) == {"error": "RuntimeError: something unexpected",
                                                                "type": "RuntimeError"}
+
+
+@pytest.mark.parametrize(("text", "shown"), [
+    ("no Hudi table at s3://AKID:se/cr+et@bucket/t", "no Hudi table at s3://AKID:***@bucket/t"),  # '/' left raw
+    ("no Hudi table at 's3://AKID:sec'ret@bucket/t'", "no Hudi table at 's3://AKID:***@bucket/t'"),
+    ("s3://A:x@b/t and s3://A:y@b/u", "s3://A:***@b/t and s3://A:***@b/u"),
+    ("s3://bucket/t?endpoint_override=127.0.0.1:9000", "s3://bucket/t?endpoint_override=127.0.0.1:9000"),
+])
+def test_uri_secrets_are_hidden(text: str, shown: str) -> None:
+    from pyhudi.cli.output import redact_uri_secrets
+
+    assert redact_uri_secrets(text) == shown

@@ -100,9 +100,12 @@ def test_table_created_from_an_s3_uri_is_named_after_its_folder(s3_server: S3Ser
 
 
 def test_cli_errors_hide_the_secret_key_of_a_uri(s3_server: S3Server) -> None:
+    import pyarrow as pa
     from click.testing import CliRunner
 
     from pyhudi.cli.main import main
+    from pyhudi.table.table import Table
+    from tests.support.robust import OPTS
 
     # credentials in the URI, as pyarrow takes them: s3://ACCESS_KEY:SECRET_KEY@bucket/path (moto takes any)
     uri = s3_server.uri("absent").replace("s3://", "s3://testing:very-secret@")
@@ -110,3 +113,11 @@ def test_cli_errors_hide_the_secret_key_of_a_uri(s3_server: S3Server) -> None:
     assert res.exit_code == 1
     assert "no Hudi table at s3://testing:***@" in res.stderr, res.stderr
     assert "very-secret" not in res.stdout + res.stderr
+    # a result naming a URI with credentials: the output file of a read
+    table = s3_server.uri(f"shown-{uuid.uuid4().hex[:6]}/t")
+    Table.create(table, pa.schema([("id", pa.string()), ("p", pa.string()), ("ts", pa.int64())]), OPTS)
+    out = s3_server.uri("absent/out.parquet").replace("s3://", "s3://testing:very-secret@")
+    for flag in ([], ["--json"]):
+        res = CliRunner().invoke(main, ["read", table, "--output", out, *flag])
+        assert res.exit_code == 0, res.output
+        assert "s3://testing:***@" in res.stdout and "very-secret" not in res.stdout, res.stdout

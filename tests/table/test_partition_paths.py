@@ -20,7 +20,12 @@ from pyhudi.table.partition_path import (
     shown,
     unsafe_mask,
 )
-from pyhudi.table.recorded_paths import clean_targets, compaction_operations, rollback_targets, write_stat_path
+from pyhudi.table.recorded_paths import (
+    clean_targets,
+    compaction_operations,
+    rollback_targets,
+    write_stat_path,
+)
 
 URLENCODE = "hoodie.datasource.write.partitionpath.urlencode"
 HIVE = "hoodie.datasource.write.hive_style_partitioning"
