@@ -87,7 +87,10 @@ def read_input(spark: SparkSession, uri: str, fmt: str | None = None, *, via_sto
 
         storage, path = Storage.from_uri(uri)
         lister: _Lister = _StorageLister(storage)
-        found = _find(lister, uri, path, fmt)
+        # a URI's percent-escapes arrive decoded: a path naming an existing file or folder is that one, even when
+        # its name holds pattern characters ("d%5B1%5D/x.parquet" is d[1]/x.parquet, never d1/x.parquet)
+        literal = bool(_GLOB.search(path)) and lister.kind(path) is not None
+        found = _find(lister, uri, path, fmt, glob=not literal)
         with read_errors():
             return _read_in_tasks(spark, storage, found)
     if "://" in uri:
@@ -264,10 +267,11 @@ def _format_of(name: str) -> str | None:
     return _EXTENSIONS.get(posixpath.splitext(base)[1])
 
 
-def _find(lister: _Lister, uri: str, path: str, fmt: str | None) -> InputFiles:
-    """The files ``uri`` names (``path``: the same in the lister's terms) and their format."""
+def _find(lister: _Lister, uri: str, path: str, fmt: str | None, *, glob: bool = True) -> InputFiles:
+    """The files ``uri`` names (``path``: the same in the lister's terms; a pattern unless ``glob`` is false) and
+    their format."""
     try:
-        if _GLOB.search(path):
+        if glob and _GLOB.search(path):
             kind = "glob"
             files: list[str] = []
             for p, is_dir in lister.glob(path):

@@ -278,3 +278,16 @@ def test_partition_folders_are_refused_where_spark_does_not_read_them(spark, tmp
     assert {r[-1] for r in _rows(read_input(spark, str(d)))} == {"d1", "d2"}
     with pytest.raises(InvalidInputError, match=r"holds partition folders \('day=d1'\), whose name=value columns"):
         read_input(spark, f"file://{d}", via_storage=True)
+
+
+def test_a_storage_path_naming_a_file_is_read_literally(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A URI's percent-escapes reach pyhudi's storage decoded: a path that names an existing file is that file even
+    when its name holds pattern characters, never another file the pattern would match."""
+    for folder, start in (("d[1]", 0), ("d1", 100)):
+        (tmp_path / folder).mkdir()
+        pq.write_table(_table(2, start), tmp_path / folder / "y.parquet")
+    df = read_input(spark, f"file://{tmp_path}/d%5B1%5D/y.parquet", via_storage=True)
+    assert [r[0] for r in _rows(df)] == ["k000", "k001"]
+    # with no such file, the pattern matches as before
+    assert [r[0] for r in _rows(read_input(spark, f"file://{tmp_path}/d%5B12%5D/y.parquet", via_storage=True))] == [
+        "k100", "k101"]
