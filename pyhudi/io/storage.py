@@ -103,6 +103,12 @@ class Storage:
         """The filesystem's kind: ``local``, ``s3``, ``gcs``, ``hdfs``, ..."""
         return "local" if self.is_local else str(self.fs.type_name).lower()
 
+    def uri(self, path: str) -> str:
+        """``path`` as other programs name it: the path itself on the local filesystem, ``<scheme>://<path>``
+        elsewhere (``s3://bucket/key``: a bare ``bucket/key`` would read as a relative path). For the full paths
+        Hudi records in plans."""
+        return path if self.is_local else f"{self.scheme}://{path.lstrip('/')}"
+
     @property
     def atomic_create(self) -> bool:
         """Whether ``write_bytes(..., overwrite=False)`` creates a file only if it is absent, atomically: on the

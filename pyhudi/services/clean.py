@@ -138,7 +138,7 @@ def plan_clean(
                     doomed.extend(s.relative_paths)
         if doomed:
             to_delete[partition] = [
-                {"filePath": posixpath.join(base_path, rel), "isBootstrapBaseFile": False}
+                {"filePath": storage.uri(posixpath.join(base_path, rel)), "isBootstrapBaseFile": False}
                 for rel in sorted(doomed, key=posixpath.basename)
             ]
     if not to_delete:

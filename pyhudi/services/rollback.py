@@ -115,14 +115,14 @@ def plan_rollback(storage: Storage, base_path: str, instant_time: str, action: s
                 continue
             seen.add((partition, name))
             folder = posixpath.join(base_path, partition) if partition else base_path
-            requests.append(_request(partition, posixpath.join(folder, name)))
+            requests.append(_request(partition, storage.uri(posixpath.join(folder, name))))
     else:
         for partition, entries in StorageListing(storage, base_path).list_partition_files().items():
             folder = posixpath.join(base_path, partition) if partition else base_path
             for e in entries:
                 parsed = parse_data_file_name(e.name)
                 if parsed is not None and parsed.instant == instant_time:
-                    requests.append(_request(partition, posixpath.join(folder, e.name)))
+                    requests.append(_request(partition, storage.uri(posixpath.join(folder, e.name))))
     return {
         "instantToRollback": {"commitTime": instant_time, "action": action},
         "RollbackRequests": requests,

@@ -197,3 +197,11 @@ def test_delete_of_a_folder_another_process_deleted_meanwhile(tmp_path: Path) ->
     (tmp_path / "t" / "m").mkdir()
     with pytest.raises(StorageError, match="file not found"):
         storage.delete(f"{path}/m", missing_ok=False)
+
+
+def test_paths_as_other_programs_name_them() -> None:
+    """The full paths Hudi records in plans: a local path as it is, an object store's with its scheme (a bare
+    ``bucket/key`` is a relative path to a Java reader)."""
+    assert Storage(pafs.LocalFileSystem()).uri("/w/t/a/f.parquet") == "/w/t/a/f.parquet"
+    s3 = Storage(pafs.S3FileSystem(anonymous=True, region="us-east-1", endpoint_override="127.0.0.1:1"))
+    assert s3.uri("bucket/t/a/f.parquet") == "s3://bucket/t/a/f.parquet"
