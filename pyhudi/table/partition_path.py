@@ -30,6 +30,8 @@ looking for ``..``), since other writers may have used longer names or control c
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -248,3 +250,17 @@ def escape_path_names(values: pa.Array) -> pa.Array:
     for i in idx:
         py[i] = escape_path_name(py[i])
     return pa.array(py, pa.string())
+
+
+def nested_partitions(paths: Iterable[str]) -> tuple[str, str] | None:
+    """Two partition paths one of which lies inside the other (``2026/11`` and ``2026/11/21``), or None. Hudi's
+    readers that list storage take a folder holding a partition's metafile for a partition and look no deeper, so
+    without the metadata table the inner one's files are not read."""
+    known = {p for p in paths if p}
+    for p in sorted(known):
+        parts = p.split("/")
+        for i in range(1, len(parts)):
+            outer = "/".join(parts[:i])
+            if outer in known:
+                return outer, p
+    return None

@@ -35,7 +35,7 @@ from pyhudi.table.evolution import conform_array
 from pyhudi.table.filenames import make_file_id, new_file_id_prefix
 from pyhudi.table.fsview import BaseFile
 from pyhudi.table.keygen import EMPTY_PLACEHOLDER, NULL_PLACEHOLDER, KeyGenerator
-from pyhudi.table.partition_path import check_partition_path
+from pyhudi.table.partition_path import check_partition_path, nested_partitions
 from pyhudi.table.schema import (
     INPUT_META_COLUMNS,
     IS_DELETED_COL,
@@ -216,6 +216,14 @@ class WriteProducer:
                 buckets = self.plan(counts)
                 for b in buckets:  # partitions also come from the index and the view, not only the key generator
                     check_partition_path(b.partition, f"the plan of the write to {job.base_path}", "partition")
+                if not C.bool_option(self.cfg.options, C.METADATA_ENABLE):
+                    nested = nested_partitions([*job.view.partitions(), *(b.partition for b in buckets)])
+                    if nested is not None:
+                        raise InvalidInputError(
+                            f"partition {nested[1]!r} of {job.base_path} would lie inside partition {nested[0]!r}: "
+                            "without the metadata table (hoodie.metadata.enable=false) Hudi's readers list partitions "
+                            "from storage and do not look inside a partition, so its records would not be read; "
+                            "nothing was written")
             if before_write is not None:
                 before_write()
             with job.timed("write"):

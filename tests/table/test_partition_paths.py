@@ -16,6 +16,7 @@ from pyhudi.table.partition_path import (
     MAX_SEGMENT_BYTES,
     check_file_name,
     check_partition_path,
+    nested_partitions,
     partition_path_problem,
     shown,
     unsafe_mask,
@@ -242,3 +243,9 @@ def test_compaction_operations() -> None:
 def test_compaction_operations_refuse_crafted_plans(plan: dict, pattern: str) -> None:
     with pytest.raises(CorruptFileError, match="^plan: .*" + re.escape(pattern)):
         compaction_operations(plan, "plan")
+
+
+def test_nested_partitions() -> None:
+    assert nested_partitions(["2026/11", "2026/12", "2026/11/21"]) == ("2026/11", "2026/11/21")
+    assert nested_partitions(["a", "ab/c", "a b"]) is None  # a prefix of the text only, not a folder inside
+    assert nested_partitions(["", "a", "b/c"]) is None  # a non-partitioned table's root is no partition

@@ -370,3 +370,16 @@ def test_a_write_into_a_table_removed_meanwhile_is_abandoned(spark, tmp_path: Pa
     with faults.inject("before_commit", removed), pytest.raises(PyHudiError, match="the table was removed"):
         Table.open(str(base)).write(df, "upsert", OPTS)
     assert not [f for f in (base / ".hoodie" / "timeline").iterdir() if f.name.endswith(".commit")]
+
+
+def test_a_partition_inside_another_is_refused_without_the_metadata_table(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Hudi's readers that list storage (no metadata table) do not look inside a partition: a write that would put
+    one partition inside another is refused, in one batch or against the table's partitions."""
+    opts = {**OPTS, "hoodie.metadata.enable": "false"}
+    base = str(tmp_path / "t")
+    Table.create(base, SCHEMA, opts).write(spark.createDataFrame(to_arrow(rows(range(2), p="p0"))), "insert", opts)
+    before = tree(base)
+    for batch in (rows(range(2, 4), p="p0/x"), rows(range(2, 3), p="q") + rows(range(3, 4), p="q/x/y")):
+        with pytest.raises(InvalidInputError, match=r"partition '(p0|q)/x.*' of .* would lie inside partition"):
+            Table.open(base).write(spark.createDataFrame(to_arrow(batch)), "insert", opts)
+        assert tree(base) == before
