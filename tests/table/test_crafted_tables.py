@@ -218,6 +218,21 @@ def test_metadata_partition_names_leading_out_are_refused(lay: Layout) -> None:
     assert snapshot(lay.root) == before
 
 
+@pytest.mark.parametrize("key", ["hoodie.table.metadata.partitions", "hoodie.table.metadata.partitions.inflight"])
+def test_a_write_refuses_a_bad_metadata_partition_name_before_changing_hoodie_properties(lay: Layout, key: str) -> None:
+    """A write brings the metadata partitions in line with its options before it starts: a name in
+    hoodie.properties that is not a folder name is refused before hoodie.properties is rewritten without it
+    (else the next write would go on as if the table had never named it)."""
+    from pyhudi.metadata.writer import MetadataWriter
+
+    update_table_config(LOCAL, os.path.join(lay.base, ".hoodie"), {key: "files,../../victim"})
+    table = Table.open(lay.base)
+    before = snapshot(lay.root)
+    with pytest.raises(ConfigError, match=r"hoodie\.properties names the metadata partition '\.\./\.\./victim'"):
+        MetadataWriter(LOCAL, lay.base, table.config).reconcile({}, table.timeline())
+    assert snapshot(lay.root) == before
+
+
 # -- who holds a rooted storage ---------------------------------------------------------------------------------
 def test_tables_and_their_parts_hold_rooted_storages(lay: Layout) -> None:
     """Whatever storage the caller hands in, the table code works through one rooted at the table, and the root
