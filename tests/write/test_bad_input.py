@@ -142,6 +142,28 @@ CASES = {
                                    ConfigError, r"hoodie\.parquet\.max\.file\.size must be an integer, got 'abc'"),
     "record_key_option_differs": (lambda: to_arrow(NEW), "upsert", {"hoodie.datasource.write.recordkey.field": "v"},
                                   ConfigError, r"recordkey\.field='v' does not match the table's 'id'"),
+    # read in the write tasks, or by the services after the commit: checked before the write starts all the same
+    "parquet_block_size_zero": (lambda: to_arrow(NEW), "upsert", {"hoodie.parquet.block.size": "0"}, ConfigError,
+                                r"option hoodie\.parquet\.block\.size must be >= 1, got 0"),
+    "parquet_page_size_zero": (lambda: to_arrow(NEW), "upsert", {"hoodie.parquet.page.size": "0"}, ConfigError,
+                               r"option hoodie\.parquet\.page\.size must be >= 1, got 0"),
+    "keep_min_commits_zero": (lambda: to_arrow(NEW), "upsert", {"hoodie.keep.min.commits": "0"}, ConfigError,
+                              r"option hoodie\.keep\.min\.commits must be >= 1, got 0"),
+    "keep_max_commits_not_above_min": (lambda: to_arrow(NEW), "upsert",
+                                       {"hoodie.keep.min.commits": "5", "hoodie.keep.max.commits": "5"}, ConfigError,
+                                       r"option hoodie\.keep\.max\.commits \(5\) must be greater than"),
+    "timeline_compaction_batch_size": (lambda: to_arrow(NEW), "upsert", {"hoodie.timeline.compaction.batch.size": "1"},
+                                       ConfigError, r"option hoodie\.timeline\.compaction\.batch\.size must be >= 2"),
+    "archive_automatic_not_a_boolean": (lambda: to_arrow(NEW), "upsert", {"hoodie.archive.automatic": "sometimes"},
+                                        ConfigError, r"option hoodie\.archive\.automatic must be true or false"),
+    "compact_inline_not_a_boolean": (lambda: to_arrow(NEW), "upsert", {"hoodie.compact.inline": "sometimes"},
+                                     ConfigError, r"option hoodie\.compact\.inline must be true or false"),
+    # the table's merge mode is used, but an unknown value is an error, not ignored
+    "unknown_merge_mode": (lambda: to_arrow(NEW), "upsert", {"hoodie.record.merge.mode": "WHATEVER"}, ConfigError,
+                           r"option hoodie\.record\.merge\.mode has unknown value 'WHATEVER'"),
+    "unknown_hive_style_value": (lambda: to_arrow(NEW), "upsert",
+                                 {"hoodie.datasource.write.hive_style_partitioning": "yes"}, ConfigError,
+                                 r"option hoodie\.datasource\.write\.hive_style_partitioning must be true or false"),
 }
 
 
