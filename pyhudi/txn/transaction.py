@@ -335,7 +335,7 @@ class WriteTransaction:
                 merge_on_read=cfg.is_mor,
             )
             producer = PRODUCERS[wc.operation](job)
-            producer.validate_columns(df.columns)
+            producer.validate_columns(df.schema)
             job.progress = Progress(df.sparkSession, enabled=self.progress)
             with job.progress:
                 try:

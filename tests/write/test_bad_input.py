@@ -123,6 +123,14 @@ CASES = {
     "map_with_int_keys": (lambda: _with_column(pa.field("m", pa.map_(pa.int32(), pa.string())), [[(7, "v")], None]),
                           "upsert", {}, InvalidInputError,
                           r"column 'm' is a map with int32 keys, but Avro maps.*nothing was written$"),
+    # Hudi's delete marker is a boolean: another type is refused on the driver, not by a write task
+    "is_deleted_a_string": (lambda: _with_column(pa.field("_hoodie_is_deleted", pa.string()), ["true", "false"]),
+                            "upsert", {}, InvalidInputError,
+                            r"input column '_hoodie_is_deleted' is of type string, but it is Hudi's delete marker, "
+                            r"a boolean.*nothing was written$"),
+    "is_deleted_an_int_bulk_insert": (lambda: _with_column(pa.field("_hoodie_is_deleted", pa.int64()), [1, 0]),
+                                      "bulk_insert", {}, InvalidInputError,
+                                      r"input column '_hoodie_is_deleted' is of type bigint"),
     # the table has a record index (one location per key): a non-global index may not make a second record of a key
     "non_global_index_second_record": (lambda: to_arrow(rows([0, 10], p="b")), "upsert", {"hoodie.index.type": "SIMPLE"},
                                        InvalidInputError, r"key 'k000' is stored in partition 'a' \(input partition "
