@@ -238,6 +238,29 @@ def test_variant_columns_are_refused(spark, table: str, tmp_path: Path, new_tabl
         assert tree(table) == before
 
 
+@pytest.mark.parametrize("new_table", [False, True])
+def test_repeated_columns_are_refused(spark, table: str, tmp_path: Path, new_table: bool) -> None:  # type: ignore[no-untyped-def]
+    """A DataFrame may hold two columns (or struct fields) of one name, a table's schema cannot: the write, a delete
+    too, is refused naming the column; nothing is written and no table is made."""
+    from pyspark.sql import functions as F
+
+    df = spark.createDataFrame(to_arrow(NEW))
+    cases = {
+        "v": df.select("*", F.col("v").alias("v")),
+        "st.x": df.withColumn("st", F.struct(F.lit(1).alias("x"), F.lit(2).alias("x"))),
+    }
+    base = str(tmp_path / "new") if new_table else table
+    before = None if new_table else tree(table)
+    for name, bad in cases.items():
+        for operation in ["upsert"] if new_table else ["upsert", "delete"]:
+            with pytest.raises(InvalidInputError, match=rf"column '{re.escape(name)}' appears twice.*nothing was written"):
+                Table.for_dataframe(base, bad, OPTS).write(bad, operation, OPTS)
+            if new_table:
+                assert not Path(base).exists()
+            else:
+                assert tree(table) == before
+
+
 def test_first_write_with_null_key_leaves_empty_timeline(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     base = str(tmp_path / "t")
     t = Table.create(base, SCHEMA, OPTS)
@@ -259,6 +282,16 @@ CLI_CASES = {
                            r"error: option hoodie\.index\.type has unknown value 'NOPE'"),
     "max_file_size_not_a_number": (lambda: to_arrow(NEW), ["--option", "hoodie.parquet.max.file.size=abc"],
                                    r"error: option hoodie\.parquet\.max\.file\.size must be an integer"),
+    # Spark resolves names ignoring case: it reads neither column
+    "columns_differing_only_in_case": (lambda: to_arrow(NEW).append_column("V", pa.array([1.0, 2.0])), [],
+                                       r"error: input file \S*columns_differing_only_in_case\.parquet: columns 'v' "
+                                       r"and 'V' differ only in case"),
+}
+
+# CSV inputs: name -> (the file's text, pattern that stderr must match)
+CSV_CASES = {
+    "repeated_csv_header": ("id,p,ts,v,v\nk010,a,1,1.0,2.0\n",
+                            r"error: input file \S*repeated_csv_header\.csv: column 'v' appears twice"),
 }
 
 
@@ -289,6 +322,9 @@ def test_cli_rejects_and_writes_nothing(table: str, tmp_path: Path) -> None:
         (d / name / "_SUCCESS").write_text("")
         commands[name] = ["write", table, "--input", str(d / name), "--operation", "upsert", *CLI_KEYS]
     pq.write_table(to_arrow(NEW), d / "unreadable_part_file" / "part-00000.parquet")
+    for name, (text, _pattern) in CSV_CASES.items():
+        (d / f"{name}.csv").write_text(text)
+        commands[name] = ["write", table, "--input", str(d / f"{name}.csv"), "--operation", "upsert", *CLI_KEYS]
     (d / "unreadable_part_file" / "part-00001.parquet").write_bytes(b"PAR1 not a parquet file")
     fresh = d / "merge_target"
     commands["operation_option_merge"] = ["write", str(fresh), "--input", str(d / "new.parquet"), *CLI_KEYS,
@@ -304,9 +340,9 @@ def test_cli_rejects_and_writes_nothing(table: str, tmp_path: Path) -> None:
         assert results[name].returncode == 1 and not (d / name).exists(), (name, results[name].stderr[-2000:])
 
     problems = {}
-    for case in [*CLI_CASES, *DIR_CASES]:
+    for case in [*CLI_CASES, *DIR_CASES, *CSV_CASES]:
         r: subprocess.CompletedProcess[str] = results[case]
-        pattern = CLI_CASES[case][2] if case in CLI_CASES else DIR_CASES[case]
+        pattern = CLI_CASES[case][2] if case in CLI_CASES else DIR_CASES.get(case) or CSV_CASES[case][1]
         if r.returncode != 1:
             problems[case] = f"exit code {r.returncode}: {r.stderr[-3000:]}"
         elif not re.search(pattern, r.stderr):
