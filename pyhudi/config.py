@@ -600,6 +600,24 @@ def _choice(options: Mapping[str, Any], key: str, choices: tuple[str, ...], uppe
     return v
 
 
+def check_table_decided_values(options: Mapping[str, Any]) -> None:
+    """ConfigError naming an option whose value is unknown among those a write into an existing table takes from
+    the table's properties (hive-style partitioning, url-encoded partition paths, the key generator type, the merge
+    mode): the value given is checked as :class:`WriteConfig` checks it for a new table, never ignored."""
+    o = {k: str(v) for k, v in options.items() if v is not None}
+
+    def given(key: Option) -> bool:
+        return any(k in o for k in (key.key, *key.aliases))
+
+    for key in (HIVE_STYLE_PARTITIONING, URL_ENCODE_PARTITIONING):
+        if given(key):
+            bool_option(o, key)
+    if given(KEYGENERATOR_TYPE):
+        _choice(o, KEYGENERATOR_TYPE, KEYGEN_TYPES)
+    if given(RECORD_MERGE_MODE):
+        _choice(o, RECORD_MERGE_MODE, MERGE_MODES)
+
+
 def _fields(value: str | None) -> tuple[str, ...]:
     return tuple(f.strip() for f in (value or "").split(",") if f.strip())
 

@@ -150,15 +150,21 @@ class MetadataWriter:
         if self.storage.exists(self.mdt_path):
             self.storage.delete(self.mdt_path)
 
-    def drop_partition(self, partition: str) -> None:
-        """Remove a metadata partition this writer does not maintain (after it left the table config).
-
-        The name comes from ``hoodie.properties``: anything but a plain folder name is refused."""
+    def check_partition_name(self, partition: str) -> None:
+        """ConfigError unless ``partition``, a metadata partition ``hoodie.properties`` names, is a plain folder
+        name of the metadata table."""
         if "/" in partition or partition_path_problem(partition) is not None:
             raise ConfigError(
                 f"{METADATA_PARTITIONS} in {posixpath.join(self.base_path, METAFOLDER, 'hoodie.properties')} names "
                 f"the metadata partition {shown(partition)}, which is not a folder name of the metadata table"
             )
+
+    def drop_partition(self, partition: str) -> None:
+        """Remove a metadata partition this writer does not maintain (after it left the table config).
+
+        The name comes from ``hoodie.properties``: anything but a plain folder name is refused
+        (:meth:`check_partition_name`)."""
+        self.check_partition_name(partition)
         path = posixpath.join(self.mdt_path, partition)
         if self.storage.exists(path):
             self.storage.delete(path)
@@ -194,6 +200,8 @@ class MetadataWriter:
         stale = [p for p in cfg.metadata_partitions if p not in maintained]
         stale += [p for p in cfg.metadata_partitions_inflight if p not in maintained]
         if stale:
+            for p in stale:  # every name before hoodie.properties changes: a refused write leaves it as it was
+                self.check_partition_name(p)
             self.dropped = sorted(set(stale))
             keep = [p for p in cfg.metadata_partitions if p in maintained]
             # a record index the async indexer is building stays inflight

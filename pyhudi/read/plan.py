@@ -28,6 +28,7 @@ from pyhudi.errors import InvalidInputError, PyHudiError, UnsupportedFormatError
 from pyhudi.read.logscan import CommittedInstants
 from pyhudi.read.merge import MergeConfig
 from pyhudi.read.slice_reader import FileSliceReader, ReadSpec, SliceSpec
+from pyhudi.table.capabilities import check_readable
 from pyhudi.table.internal_schema import with_archived
 from pyhudi.table.schema import resolve_schema, table_schema, with_meta
 from pyhudi.table.timeline import ActiveTimeline
@@ -217,6 +218,7 @@ def _spec(table: TableLike, timeline: ActiveTimeline, as_of: str | None = None, 
     """The read's description; its schema is the table's latest (``as_of``: the schema of that instant, as time
     travel reads), through which every file is read (:func:`pyhudi.read.slice_reader.conform`)."""
     cfg = table.config
+    check_readable(table.base_path, cfg)
     if not cfg.populate_meta_fields:
         raise UnsupportedFormatError(
             f"{table.base_path}: hoodie.populate.meta.fields=false (records without Hudi's meta columns) is not "

@@ -613,6 +613,31 @@ def _metadata_config(storage: Storage, base_path: str, data_config: TableConfig)
     return read_table_config(storage, meta)
 
 
+@dataclass(frozen=True)
+class ArchiveOptions:
+    """The options an archival run reads, parsed: a bad value is a ConfigError naming the option. A write parses
+    them before it starts (archival runs after its commit, too late to refuse anything)."""
+
+    limits: ArchiveLimits
+    cleaner_commits_retained: int
+    batch_size: int
+    parquet: ParquetOptions
+    metadata_max_delta_commits: int
+    #: merge-on-read data tables: the deltacommits the next compaction needs (NUM_COMMITS, the only trigger)
+    compaction_max_delta_commits: int
+
+    @staticmethod
+    def from_options(options: Mapping[str, str]) -> ArchiveOptions:
+        return ArchiveOptions(
+            limits=ArchiveLimits.from_options(options),
+            cleaner_commits_retained=C.int_option(options, C.CLEANER_COMMITS_RETAINED, 1),
+            batch_size=C.int_option(options, C.TIMELINE_COMPACTION_BATCH_SIZE, 2),
+            parquet=ParquetOptions.from_options(options),
+            metadata_max_delta_commits=C.int_option(options, C.METADATA_COMPACT_MAX_DELTA_COMMITS, 1),
+            compaction_max_delta_commits=C.int_option(options, C.COMPACT_INLINE_MAX_DELTA_COMMITS, 1),
+        )
+
+
 def archive(
     storage: Storage,
     base_path: str,
@@ -623,7 +648,7 @@ def archive(
 ) -> ArchiveResult:
     """Archive the data table at ``base_path`` and then (``mdt``) its metadata table, with Hudi's rules (see the
     module documentation). Call it after the commit, its cleaning and the metadata table's compaction, with the
-    write's options (``hoodie.keep.min.commits``, ``hoodie.keep.max.commits``,
+    write's options (:class:`ArchiveOptions`: ``hoodie.keep.min.commits``, ``hoodie.keep.max.commits``,
     ``hoodie.cleaner.commits.retained``, ``hoodie.timeline.compaction.batch.size``,
     ``hoodie.compact.inline.max.delta.commits`` (merge-on-read tables), ``hoodie.metadata.compact.max.delta.commits``,
     ``hoodie.parquet.compression.codec``). A run that crashed is completed by the next call."""
@@ -632,13 +657,10 @@ def archive(
     base = base_path.rstrip("/")
     if config is None:
         config = read_table_config(storage, posixpath.join(base, METAFOLDER))
-    limits = ArchiveLimits.from_options(opts)
-    retained = C.int_option(opts, C.CLEANER_COMMITS_RETAINED, 1)
-    batch = C.int_option(opts, C.TIMELINE_COMPACTION_BATCH_SIZE, 2)
-    parquet = ParquetOptions.from_options(opts)
-    max_deltas = C.int_option(opts, C.METADATA_COMPACT_MAX_DELTA_COMMITS, 1)
-    # merge-on-read data table: the deltacommits the next compaction needs (NUM_COMMITS, the only trigger)
-    data_deltas = C.int_option(opts, C.COMPACT_INLINE_MAX_DELTA_COMMITS, 1) if config.is_mor else None
+    parsed = ArchiveOptions.from_options(opts)
+    limits, retained, batch = parsed.limits, parsed.cleaner_commits_retained, parsed.batch_size
+    parquet, max_deltas = parsed.parquet, parsed.metadata_max_delta_commits
+    data_deltas = parsed.compaction_max_delta_commits if config.is_mor else None
     mdt_config = _metadata_config(storage, base, config)
     mdt_path = metadata_base_path(base)
 
@@ -668,6 +690,7 @@ def archive(
 
 __all__ = [
     "ArchiveLimits",
+    "ArchiveOptions",
     "ArchivePlan",
     "ArchiveResult",
     "TableArchiveResult",

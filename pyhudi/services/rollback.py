@@ -130,6 +130,20 @@ def plan_rollback(storage: Storage, base_path: str, instant_time: str, action: s
     }
 
 
+def checked_targets(storage: Storage, base_path: str, plan: Mapping[str, Any], source: str
+                    ) -> list[tuple[str, list[str]]]:
+    """(partition, [file names]) a rollback plan deletes, every one checked (:func:`rollback_targets`: names that
+    stay in the table, files of the instant rolled back) and its path accepted by the table's storage (no symbolic
+    link leading out of the table). A plan is checked so before it is written and again before it is carried out:
+    one refused is never left on the timeline. ``source``: the file that carried the names."""
+    storage = storage.rooted(base_path)
+    targets = rollback_targets(plan, source)
+    for partition, names in targets:
+        for name in names:
+            storage.check_path(_local_path(base_path, partition, name), "delete")
+    return targets
+
+
 # -- execution --------------------------------------------------------------------------------------------------
 def _local_path(base_path: str, partition: str, recorded: str) -> str:
     """The storage path of a file a plan recorded (Java writes full URIs; keep only partition + name)."""
@@ -232,7 +246,8 @@ def _execute(
         raise CorruptFileError(timeline.path_of(rollback_instant), "rollback plan has no instantToRollback")
     t, action = str(target["commitTime"]), str(target["action"])
     # every name the plan gives is checked before anything changes (a crafted plan is refused whole)
-    targets = rollback_targets(plan, timeline.path_of(Instant(rollback_instant.requested_time, ROLLBACK, State.REQUESTED)))
+    targets = checked_targets(storage, base_path, plan,
+                              timeline.path_of(Instant(rollback_instant.requested_time, ROLLBACK, State.REQUESTED)))
     done_target = next((i for i in _instant_files(timeline, t) if i.is_completed), None)
     if _is_stale(rollback_instant, done_target, base_path):
         assert done_target is not None
@@ -382,6 +397,8 @@ def rollback_instant(
     if current.is_completed and not allow_completed:
         raise PyHudiError(f"instant {current} is completed; only pending writes can be rolled back")
     plan = plan_rollback(storage, base_path, t, current.action)
+    # refused before it is written: the markers it comes from may name files the write did not make
+    checked_targets(storage, base_path, plan, markers.marker_dir(base_path, t))
     latest = tl.latest_time()
     if rollback_time is not None and (latest is None or rollback_time > latest):
         r = rollback_time

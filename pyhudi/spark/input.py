@@ -352,7 +352,45 @@ def _infer(lister: _Lister, found: InputFiles) -> pa.Schema:
         table = pcsv.read_csv(io.BytesIO(sample)) if found.format == "csv" else pjson.read_json(io.BytesIO(sample))
     except Exception as e:
         raise InvalidInputError(f"cannot read input file {first} as {found.format}: {_first_line(e)}") from None
+    _check_column_names(table.schema, first)
     return table.schema
+
+
+def _check_column_names(schema: pa.Schema, path: str) -> None:
+    """InvalidInputError naming two columns of input file ``path`` of one name, or of names that differ only in
+    case: Spark, which reads the input, resolves a name ignoring case and cannot hold both."""
+    from pyhudi.table.evolution import check_distinct_names, check_unique_names
+
+    check_unique_names(schema, f"input file {path}")
+    check_distinct_names(schema.names, f"input file {path}")
+
+
+_REPEATED_COLUMN = re.compile(r"\[COLUMN_ALREADY_EXISTS\] The column `(.+?)` already exists")
+
+
+def _repeated_column(e: BaseException, lister: _Lister, found: InputFiles) -> InvalidInputError | None:
+    """The InvalidInputError for Spark's refusal of a parquet input holding a column name twice (or in two
+    spellings that differ only in case): the file and both names when pyhudi's storage reads the files, else the
+    input and the name Spark gives. None for any other error."""
+    m = _REPEATED_COLUMN.search(str(e))
+    if m is None:
+        return None
+    if isinstance(lister, _StorageLister):
+        import pyarrow.parquet as pq
+
+        for path in found.files:
+            try:
+                with lister.storage.open_input(path) as f:
+                    schema = pq.read_schema(f)
+            except Exception:
+                continue
+            try:
+                _check_column_names(schema, path)
+            except InvalidInputError as named:
+                return named
+    return InvalidInputError(
+        f"input {found.uri}: column {m.group(1)!r} appears twice among its files' columns (names that differ only in "
+        "case are one name to Spark): rename or drop one; nothing was written")
 
 
 def _spark_schema(schema: pa.Schema) -> Any:
@@ -418,7 +456,13 @@ def _read_with_spark(spark: SparkSession, lister: _Lister, found: InputFiles) ->
     if found.format == "parquet":
         # every file's footer, not only the first: a column only later files carry reaches the write (which
         # refuses columns the table lacks by name) instead of being dropped
-        df = reader.option("mergeSchema", "true").parquet(*paths)
+        try:
+            df = reader.option("mergeSchema", "true").parquet(*paths)
+        except Exception as e:
+            named = _repeated_column(e, lister, found)
+            if named is None:
+                raise
+            raise named from None
         return df.select(*[
             F.col(f"`{f.name}`").cast(TimestampType()).alias(f.name) if isinstance(f.dataType, TimestampNTZType)
             else F.col(f"`{f.name}`") for f in df.schema.fields
@@ -472,6 +516,7 @@ def _read_in_tasks(spark: SparkSession, storage: Storage, found: InputFiles) -> 
                 source = pq.read_schema(f)
         except Exception as e:
             raise InvalidInputError(f"cannot read input file {first} as parquet: {_first_line(e)}") from None
+        _check_column_names(source, first)
     else:
         source = _infer(lister, found)
     spark_schema = _spark_schema(source)

@@ -166,6 +166,7 @@ def refusal(options: Mapping[str, str], schema: StructType) -> tuple[str | None,
 
     from pyhudi.read import plan as read_plan
     from pyhudi.spark.source import INCREMENTAL, SNAPSHOT, _path, query_type
+    from pyhudi.table.capabilities import READABLE_TABLE_VERSIONS
     from pyhudi.table.schema import resolve_schema, with_meta
 
     if not C.bool_option(options, C.READ_SPARK_PARQUET):
@@ -181,6 +182,8 @@ def refusal(options: Mapping[str, str], schema: StructType) -> tuple[str | None,
         return "meta or partition columns not stored in the files", None
     if cfg.base_file_format.strip().upper() != "PARQUET":
         return f"base files in {cfg.base_file_format}", None
+    if cfg.table_version not in READABLE_TABLE_VERSIONS:  # the Python source refuses it by name
+        return f"table version {cfg.table_version}", None
     tl = table.timeline()
     as_of = read_plan.as_of_instant(table.base_path, C.AS_OF_INSTANT.get(options))
     data, sor = resolve_schema(table.storage, table.base_path, cfg, tl, as_of=as_of)

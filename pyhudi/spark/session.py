@@ -214,12 +214,17 @@ def _logs_off(spark: SparkSession, loggers: tuple[str, ...] | None) -> None:
 
 def arrow_schema(df: DataFrame, where: str = "the input") -> pa.Schema:
     """The Arrow schema of a Spark DataFrame to write (timestamps in the session time zone, as Arrow batches carry
-    them); InvalidInputError for a column of a Spark type a Hudi table of version 9 cannot store."""
+    them); InvalidInputError for a column of a Spark type a Hudi table of version 9 cannot store, or a name a record
+    holds twice (:func:`~pyhudi.table.evolution.check_unique_names`)."""
     from pyspark.sql.pandas.types import to_arrow_schema
+
+    from pyhudi.table.evolution import check_unique_names
 
     _check_storable(df.schema, "", where)
     tz = df.sparkSession.conf.get("spark.sql.session.timeZone") or "UTC"
-    return to_arrow_schema(df.schema, timezone=tz)
+    schema = to_arrow_schema(df.schema, timezone=tz)
+    check_unique_names(schema, where)
+    return schema
 
 
 def _check_storable(t: object, path: str, where: str) -> None:

@@ -85,13 +85,8 @@ class ParquetOptions:
             raise ConfigError(
                 f"{C.PARQUET_COMPRESSION}: unsupported codec {codec!r} (use one of {sorted(_CODECS)})"
             )
-        try:
-            block = int(options.get(C.PARQUET_BLOCK_SIZE, DEFAULT_BLOCK_SIZE))
-            page = int(options.get(C.PARQUET_PAGE_SIZE, DEFAULT_PAGE_SIZE))
-        except ValueError as e:
-            raise ConfigError(f"{C.PARQUET_BLOCK_SIZE}/{C.PARQUET_PAGE_SIZE}: {e}") from None
-        if block <= 0 or page <= 0:
-            raise ConfigError(f"{C.PARQUET_BLOCK_SIZE} and {C.PARQUET_PAGE_SIZE} must be positive")
+        block = C.int_option(options, C.PARQUET_BLOCK_SIZE, 1)
+        page = C.int_option(options, C.PARQUET_PAGE_SIZE, 1)
         dict_opt = str(options.get(C.PARQUET_DICTIONARY_ENABLED, "true")).strip().lower()
         if dict_opt not in ("true", "false"):
             raise ConfigError(f"{C.PARQUET_DICTIONARY_ENABLED}: expected true or false, got {dict_opt!r}")

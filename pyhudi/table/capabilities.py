@@ -1,6 +1,7 @@
-"""What pyhudi can write, checked before a write touches anything.
+"""What pyhudi can read and write, checked before a read plans anything and before a write touches anything.
 
-pyhudi reads copy-on-write and merge-on-read tables of table versions 8 and 9, and writes tables of table
+pyhudi reads copy-on-write and merge-on-read tables of table versions 8 and 9 (:func:`check_readable`: a table of
+another version is refused by name, never read as if it were one of these), and writes tables of table
 version 9. Into merge-on-read tables it writes every operation (:data:`MOR_OPERATIONS`: upsert, insert,
 bulk_insert and delete as deltacommits, :mod:`pyhudi.write.append`; insert_overwrite as replacecommits), compacts,
 rolls failed writes back and cleans; what it does not make exactly there is refused by name. Every operation that writes into a table or its metadata table (``Table.write`` for
@@ -28,6 +29,8 @@ from pyhudi.table.properties import (
 if TYPE_CHECKING:
     from pyhudi.io.storage import Storage
 
+#: table versions pyhudi reads
+READABLE_TABLE_VERSIONS = (8, CURRENT_TABLE_VERSION)
 #: table versions pyhudi writes
 WRITABLE_TABLE_VERSIONS = (CURRENT_TABLE_VERSION,)
 _HUDI_RELEASE = {6: "0.14-0.15", 8: "1.0", 9: "1.1"}
@@ -47,6 +50,28 @@ def mor_refusal(table: str, what: str) -> str:
     )
 
 
+def _versioned(table: str, config: TableConfig) -> str:
+    """``<table> is a [MERGE_ON_READ ]table of version <v>[ (Hudi <release>)]``."""
+    v = config.table_version
+    release = f" (Hudi {_HUDI_RELEASE[v]})" if v in _HUDI_RELEASE else ""
+    kind = "MERGE_ON_READ " if config.table_type == MERGE_ON_READ else ""
+    return f"{table} is a {kind}table of version {v}{release}"
+
+
+def _versions(versions: tuple[int, ...]) -> str:
+    return " and ".join(map(str, versions))
+
+
+def check_readable(table: str, config: TableConfig) -> None:
+    """:class:`UnsupportedTableError` if the table's version is not one pyhudi reads: another version may lay its
+    files out otherwise, so such a table is refused, never read as if it were one of these."""
+    if config.table_version not in READABLE_TABLE_VERSIONS:
+        raise UnsupportedTableError(
+            f"{_versioned(table, config)}; pyhudi reads table versions {_versions(READABLE_TABLE_VERSIONS)} only, "
+            "and does not read it"
+        )
+
+
 def check_writable(table: str, config: TableConfig, what: str, *, storage: Storage,
                    mor_supported: bool = False) -> None:
     """:class:`UnsupportedTableError` if pyhudi cannot write the table exactly; ``what`` names the refused
@@ -55,13 +80,10 @@ def check_writable(table: str, config: TableConfig, what: str, *, storage: Stora
     evolution is refused too (:func:`check_not_schema_on_read`)."""
     check_not_schema_on_read(storage, table, what)
     if config.table_version not in WRITABLE_TABLE_VERSIONS:
-        v = config.table_version
-        release = f" (Hudi {_HUDI_RELEASE[v]})" if v in _HUDI_RELEASE else ""
-        kind = "MERGE_ON_READ " if config.table_type == MERGE_ON_READ else ""
         raise UnsupportedTableError(
-            f"{table} is a {kind}table of version {v}{release}; pyhudi writes table version "
-            f"{', '.join(map(str, WRITABLE_TABLE_VERSIONS))} only (it reads versions 8 and 9) and refuses {what} "
-            "(upgrading the table is not implemented); nothing was written"
+            f"{_versioned(table, config)}; pyhudi writes table version {_versions(WRITABLE_TABLE_VERSIONS)} only "
+            f"(it reads versions {_versions(READABLE_TABLE_VERSIONS)}) and refuses {what} (upgrading the table is "
+            "not implemented); nothing was written"
         )
     feature = table_feature_not_written(config)
     if feature is not None:

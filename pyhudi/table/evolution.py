@@ -151,6 +151,30 @@ class _Evolver:
                               f"change one into the other ({_ALLOWED})")
 
 
+def _check_unique(names: list[str], where: str, prefix: str) -> None:
+    seen: set[str] = set()
+    for n in names:
+        if n in seen:
+            raise InvalidInputError(
+                f"{where}: column {prefix + n!r} appears twice, and a table's schema holds a name once: rename or drop "
+                "one; nothing was written")
+        seen.add(n)
+
+
+def check_unique_names(t: pa.Schema | pa.DataType, where: str, prefix: str = "") -> None:
+    """InvalidInputError when a record of ``t`` (a nested one too) holds two fields of one name: a Spark DataFrame
+    may, a table's schema cannot (and no query could tell the two apart)."""
+    if isinstance(t, pa.Schema) or pa.types.is_struct(t):
+        fields = list(t) if isinstance(t, pa.Schema) else [t.field(i) for i in range(t.num_fields)]
+        _check_unique([f.name for f in fields], where, prefix)
+        for f in fields:
+            check_unique_names(f.type, where, prefix + f.name + ".")
+    elif pa.types.is_list(t) or pa.types.is_large_list(t):
+        check_unique_names(t.value_type, where, prefix + "element.")
+    elif pa.types.is_map(t):
+        check_unique_names(t.item_type, where, prefix + "value.")
+
+
 def check_distinct_names(names: list[str], where: str, prefix: str = "") -> None:
     """InvalidInputError when two of a record's field ``names`` differ only in case: Spark resolves column names
     ignoring case (``spark.sql.caseSensitive=false``, its default, as Hive does), so a table holding both could not
@@ -186,10 +210,11 @@ def check_map_keys(t: pa.DataType, where: str, path: str) -> None:
 
 
 def check_schema_names(t: pa.Schema | pa.DataType, where: str, prefix: str = "") -> None:
-    """:func:`check_distinct_names` and :func:`check_avro_name` for every record of a schema, nested ones too, and
-    :func:`check_map_keys` for its maps."""
+    """:func:`check_distinct_names` (and no name twice, :func:`check_unique_names`) and :func:`check_avro_name` for
+    every record of a schema, nested ones too, and :func:`check_map_keys` for its maps."""
     if isinstance(t, pa.Schema) or pa.types.is_struct(t):
         fields = list(t) if isinstance(t, pa.Schema) else [t.field(i) for i in range(t.num_fields)]
+        _check_unique([f.name for f in fields], where, prefix)
         check_distinct_names([f.name for f in fields], where, prefix)
         for f in fields:
             check_avro_name(f.name, where, prefix)

@@ -57,7 +57,7 @@ from pyhudi.metadata.partitions import RECORD_INDEX
 from pyhudi.metadata.reader import table_view
 from pyhudi.metadata.record_index import new_keys_held, record_index_lookup, record_index_updates
 from pyhudi.metadata.writer import MetadataWriter, mdt_enabled, mdt_max_delta_commits, rli_enabled
-from pyhudi.services.archive import ArchiveResult, archive, auto_archive_enabled
+from pyhudi.services.archive import ArchiveOptions, ArchiveResult, archive, auto_archive_enabled
 from pyhudi.services.clean import clean as run_clean
 from pyhudi.services.compact import (
     delete_attempt_files,
@@ -75,6 +75,7 @@ from pyhudi.services.rollback import (
 )
 from pyhudi.spark.progress import Progress
 from pyhudi.table import markers
+from pyhudi.table.base_file import ParquetOptions
 from pyhudi.table.capabilities import (
     MOR_INDEX_TYPES,
     MOR_OPERATIONS,
@@ -159,6 +160,7 @@ def resolve_options(config: TableConfig, options: Mapping[str, Any] | None, time
     ConfigError (Hudi's "Config conflict"): the table's type, version, name, record key and partition fields,
     ordering fields, key generator, partitioning style and merge mode are fixed when it is created."""
     o = {k: str(v) for k, v in (options or {}).items()}
+    C.check_table_decided_values(o)  # the table's values replace them below: an unknown one is still an error
     given_type = C.TABLE_TYPE.get(o) if any(o.get(k) for k in (C.TABLE_TYPE, *C.TABLE_TYPE.aliases)) else None
     if given_type is not None and given_type.strip().upper() != config.table_type:
         raise ConfigError(
@@ -319,8 +321,13 @@ class WriteTransaction:
         self.options[C.OPERATION] = operation
         wc = C.WriteConfig.from_options(self.options)
         BloomFilter.from_config(self.options)  # footer bloom filter options: a bad value fails before any write
+        ParquetOptions.from_options(self.options)  # base file options, read in the write tasks
         mdt_enabled(self.options)  # a bad hoodie.metadata.enable is an error before anything is written
         mdt_max_delta_commits(self.options)
+        # the services after the commit: a bad option of theirs would fail the write once it committed
+        compact_inline(self.options)
+        auto_archive_enabled(self.options)
+        ArchiveOptions.from_options(self.options)
         if self.config().is_mor:
             _check_mor_write(self.base_path, self.config(), wc, self.options, self.timeline())
         from pyhudi.spark.session import arrow_schema
@@ -359,7 +366,7 @@ class WriteTransaction:
                 merge_on_read=cfg.is_mor,
             )
             producer = PRODUCERS[wc.operation](job)
-            producer.validate_columns(df.columns)
+            producer.validate_columns(df.schema)
             job.progress = Progress(df.sparkSession, enabled=self.progress)
             with job.progress:
                 try:

@@ -61,6 +61,7 @@ from pyhudi.write.status import STAT_COLUMNS, WRITE_STATUS_SCHEMA, WriteStat
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
+    from pyspark.sql.types import StructType
 
 FAULT_OPTION = C.FAULT  # test-only fault injection (pyhudi.faults)
 _HASH_RANGE = 1 << 30
@@ -252,7 +253,7 @@ class WriteProducer:
         from pyspark.sql.pandas.types import from_arrow_schema
 
         cfg, job = self.cfg, self.job
-        data_cols = self.validate_columns(df.columns)
+        data_cols = self.validate_columns(df.schema)
         keygen = KeyGenerator.from_options(cfg.options)
         routing = self.routing()
         out_schema = pa.schema(
@@ -324,11 +325,14 @@ class WriteProducer:
             return None
         return index_for(self.cfg.index_type).routing(self.job)
 
-    def validate_columns(self, columns: list[str]) -> list[str]:
+    def validate_columns(self, schema: StructType) -> list[str]:
         """The input's data columns; InvalidInputError naming a record key, partition or ordering column the
-        input lacks."""
+        input lacks, or a ``_hoodie_is_deleted`` column that is not a boolean (Hudi's delete marker: true deletes
+        the record's key), refused here, on the driver, rather than in a write task."""
+        from pyspark.sql.types import BooleanType
+
         cfg = self.cfg
-        data_cols = [c for c in columns if c not in INPUT_META_COLUMNS]
+        data_cols = [c for c in schema.fieldNames() if c not in INPUT_META_COLUMNS]
         names = set(data_cols)
         for what, cols in (
             ("record key", cfg.record_key_fields),
@@ -338,6 +342,12 @@ class WriteProducer:
             for c in cols:
                 if c not in names:
                     raise InvalidInputError(f"input has no {what} column {c!r} (columns: {', '.join(data_cols)})")
+        if not self.delete_all and IS_DELETED_COL in names:
+            t = schema[IS_DELETED_COL].dataType
+            if not isinstance(t, BooleanType):
+                raise InvalidInputError(
+                    f"input column {IS_DELETED_COL!r} is of type {t.simpleString()}, but it is Hudi's delete marker, "
+                    "a boolean (true deletes the record's key): cast it to boolean; nothing was written")
         return data_cols
 
     def tag(self, prepared: DataFrame) -> DataFrame:
@@ -946,7 +956,7 @@ class BulkInsertProducer(WriteProducer):
     def prepare(self, df: DataFrame) -> DataFrame:
         from pyspark.sql import functions as F
 
-        data_cols = self.validate_columns(df.columns)
+        data_cols = self.validate_columns(df.schema)
         keygen = KeyGenerator.from_options(self.cfg.options)
         given = self._input_schema_for_tasks(df, data_cols, keygen)
         self.keys_in_tasks = given is not None
@@ -967,10 +977,9 @@ class BulkInsertProducer(WriteProducer):
     def _input_schema_for_tasks(self, df: DataFrame, data_cols: list[str], keygen: KeyGenerator) -> pa.Schema | None:
         """The Arrow schema of the input's data columns when this bulk insert may leave its records' keys to the
         write tasks (else None): a batch that is not combined, whose partition columns Spark groups exactly as
-        their partition paths differ, whose columns have the table's types already (a conversion, which may fail
-        on a value, stays before the write) and whose ``_hoodie_is_deleted`` flag, if any, is a boolean."""
-        from pyspark.sql.types import BooleanType
-
+        their partition paths differ and whose columns have the table's types already (a conversion, which may
+        fail on a value, stays before the write; a ``_hoodie_is_deleted`` flag is a boolean,
+        :meth:`validate_columns`)."""
         from pyhudi.spark.session import arrow_schema
 
         if getattr(self.cfg, self.combine_option):
@@ -980,8 +989,6 @@ class BulkInsertProducer(WriteProducer):
         if len(set(parts)) != len(parts) or not all(f in data_cols and _groups_exactly(fields[f]) for f in parts):
             return None
         if not all(f in data_cols for f in keygen.record_key_fields):
-            return None
-        if IS_DELETED_COL in data_cols and not isinstance(fields[IS_DELETED_COL], BooleanType):
             return None
         given = arrow_schema(df.select(*(_col(c) for c in data_cols)))
         table = self.job.data_schema
@@ -1181,11 +1188,11 @@ class DeleteProducer(WriteProducer):
     operation_type = "DELETE"
     delete_all = True
 
-    def validate_columns(self, columns: list[str]) -> list[str]:
+    def validate_columns(self, schema: StructType) -> list[str]:
         """The record key and partition columns only: a delete names keys (as Hudi's takes only the keys from its
         input), so its other columns are never read, whatever their types."""
-        super().validate_columns(columns)
-        return [c for c in columns if c in (*self.cfg.record_key_fields, *self.cfg.partition_fields)]
+        super().validate_columns(schema)
+        return [c for c in schema.fieldNames() if c in (*self.cfg.record_key_fields, *self.cfg.partition_fields)]
 
 
 def replaced_keys_task(storage: Storage, base_path: str):

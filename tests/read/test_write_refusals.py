@@ -1,7 +1,7 @@
 """Writes pyhudi cannot make exactly are refused before anything is written: into merge-on-read tables
 record-index builds and the async indexer (API and CLI); into table versions other than 9 (every operation into
 the Hudi 1.0 MOR fixture). Every file of the table stays byte for
-byte as it was."""
+byte as it was. Reads of a table version pyhudi does not read are refused by name too."""
 
 from __future__ import annotations
 
@@ -117,6 +117,30 @@ def test_writes_into_table_version_8_are_refused(tmp_path: Path) -> None:
     with pytest.raises(UnsupportedTableError, match="version 8"):
         table.build_record_index()
     assert tree_digest(base) == before
+
+
+@pytest.mark.spark
+def test_a_table_of_a_version_pyhudi_does_not_read_is_refused(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A table of a later version (10) may lay its files out otherwise: every read refuses it, naming the table and
+    its version, instead of reading it as a version 9 table (Hudi refuses a table version it does not know)."""
+    from pyhudi.spark import register
+
+    base = str(unzip_table("cow_v9_txns_simple_meta.zip", tmp_path))
+    table = Table.open(base)
+    first = table.timeline().completed_commits().first()
+    assert first is not None
+    key = table.to_arrow().column("_hoodie_record_key")[0].as_py()
+    update_table_config(LOCAL, meta_path(base), {"hoodie.table.version": "10"})
+    table = Table.open(base)
+    refused = rf"{base} is a table of version 10; pyhudi reads table versions 8 and 9 only"
+    for read in (table.to_arrow, lambda: table.to_arrow(as_of=first.requested_time), lambda: table.read_keys([key]),
+                 lambda: table.incremental_arrow("0")):
+        with pytest.raises(UnsupportedTableError, match=refused):
+            read()
+    register(spark)
+    for native in ("true", "false"):  # Spark's parquet reader is not handed the table either
+        with pytest.raises(Exception, match=refused):
+            spark.read.format("hudi").option("pyhudi.read.spark.parquet", native).load(base).collect()
 
 
 @pytest.mark.parametrize("key", ["hoodie.table.type", "hoodie.datasource.write.table.type"])

@@ -125,6 +125,37 @@ def test_crafted_timeline_server_markers_are_refused(lay: Layout) -> None:
     assert snapshot(lay.root) == before
 
 
+def _marker(lay: Layout, partition: str, name: str) -> None:
+    folder = Path(lay.base, ".hoodie", ".temp", lay.pending, partition)
+    folder.mkdir(parents=True)
+    (folder / f"{name}.marker.MERGE").write_bytes(b"")
+
+
+def test_a_marker_naming_a_committed_file_is_refused_before_the_rollback_plan_is_written(lay: Layout) -> None:
+    """The plan a rollback makes from markers passes the checks a written plan passes before it is written: a
+    marker naming a file of another instant leaves no plan behind (which every later write would stop at)."""
+    _marker(lay, "region=eu", Layout.name("f1-0", lay.c1))
+    before = snapshot(lay.root)
+    for _ in range(2):  # refused the same way again: nothing was left to finish
+        with pytest.raises(CorruptFileError, match=rf"\.temp/{lay.pending}: file to delete .* was written by "
+                                                   rf"instant {lay.c1}, not by the instant {lay.pending}"):
+            rollback_failed_writes(LOCAL, lay.base, None, lay.clock)
+        assert snapshot(lay.root) == before
+    assert not list(lay.timeline().by_action(ROLLBACK))
+
+
+def test_a_marker_under_a_symlinked_partition_is_refused_before_the_rollback_plan_is_written(lay: Layout) -> None:
+    """A partition folder that is a link to a folder outside the table: the rollback refuses the plan that would
+    delete through it before writing the plan, so nothing is left on the timeline and nothing outside changes."""
+    Path(lay.base, "region=us").symlink_to(lay.victim, target_is_directory=True)
+    _marker(lay, "region=us", Layout.name("f1-0", lay.pending))
+    before = snapshot(lay.root)
+    with pytest.raises(UnsafePathError, match=r"refusing to delete .*region=us.*symbolic link"):
+        rollback_failed_writes(LOCAL, lay.base, None, lay.clock)
+    assert snapshot(lay.root) == before
+    assert (lay.victim / Layout.name("f1-0", lay.pending)).is_file()
+
+
 # -- clean ------------------------------------------------------------------------------------------------------
 def _clean_plan(lay: Layout, partition: str, recorded: str) -> dict:
     return {
@@ -215,6 +246,21 @@ def test_metadata_partition_names_leading_out_are_refused(lay: Layout) -> None:
     for bad in ["../timeline", "../../../victim", "..", "", "files/../../timeline", str(lay.victim)]:
         with pytest.raises(ConfigError, match=r"hoodie\.properties names the metadata partition"):
             writer.drop_partition(bad)
+    assert snapshot(lay.root) == before
+
+
+@pytest.mark.parametrize("key", ["hoodie.table.metadata.partitions", "hoodie.table.metadata.partitions.inflight"])
+def test_a_write_refuses_a_bad_metadata_partition_name_before_changing_hoodie_properties(lay: Layout, key: str) -> None:
+    """A write brings the metadata partitions in line with its options before it starts: a name in
+    hoodie.properties that is not a folder name is refused before hoodie.properties is rewritten without it
+    (else the next write would go on as if the table had never named it)."""
+    from pyhudi.metadata.writer import MetadataWriter
+
+    update_table_config(LOCAL, os.path.join(lay.base, ".hoodie"), {key: "files,../../victim"})
+    table = Table.open(lay.base)
+    before = snapshot(lay.root)
+    with pytest.raises(ConfigError, match=r"hoodie\.properties names the metadata partition '\.\./\.\./victim'"):
+        MetadataWriter(LOCAL, lay.base, table.config).reconcile({}, table.timeline())
     assert snapshot(lay.root) == before
 
 

@@ -4,12 +4,19 @@ to a schema, without Spark."""
 from __future__ import annotations
 
 import json
+import re
 
 import pyarrow as pa
 import pytest
 
 from pyhudi.errors import InvalidInputError
-from pyhudi.table.evolution import conform_array, conform_table, writer_schema
+from pyhudi.table.evolution import (
+    check_schema_names,
+    check_unique_names,
+    conform_array,
+    conform_table,
+    writer_schema,
+)
 from pyhudi.table.schema import avro_schema_json, commit_schema_json
 
 TABLE = pa.schema([pa.field("id", pa.string(), nullable=False), pa.field("n", pa.int32()), pa.field("f", pa.float32()),
@@ -124,6 +131,21 @@ def test_names_differing_only_in_case() -> None:
                   pa.field("ls", pa.list_(pa.struct([("y", pa.int32()), ("Y", pa.int32())])))]:
         with pytest.raises(InvalidInputError, match="differ only in case"):
             writer_schema(table, pa.schema([*table, added]), reconcile=False, where="w")
+
+
+@pytest.mark.parametrize(("schema", "name"), [
+    (pa.schema([("id", pa.string()), ("v", pa.int32()), ("v", pa.int64())]), "v"),
+    (pa.schema([("st", pa.struct([("x", pa.int32()), ("x", pa.int32())]))]), "st.x"),
+    (pa.schema([("ls", pa.list_(pa.struct([("y", pa.int32()), ("y", pa.int32())])))]), "ls.element.y"),
+    (pa.schema([("m", pa.map_(pa.string(), pa.struct([("z", pa.int32()), ("z", pa.int32())])))]), "m.value.z"),
+])
+def test_a_name_held_twice_is_refused(schema: pa.Schema, name: str) -> None:
+    """A record holding one name twice (a Spark DataFrame may) is refused at any depth, naming it, for a new table
+    too; names that differ only in case are :func:`check_distinct_names`'s concern."""
+    for check in (check_unique_names, check_schema_names):
+        with pytest.raises(InvalidInputError, match=rf"w: column '{re.escape(name)}' appears twice.*nothing was written"):
+            check(schema, "w")
+    check_unique_names(pa.schema([("v", pa.int32()), ("V", pa.int32())]), "w")
 
 
 @pytest.mark.parametrize("added", [

@@ -138,6 +138,14 @@ CASES = {
     "map_with_int_keys": (lambda: _with_column(pa.field("m", pa.map_(pa.int32(), pa.string())), [[(7, "v")], None]),
                           "upsert", {}, InvalidInputError,
                           r"column 'm' is a map with int32 keys, but Avro maps.*nothing was written$"),
+    # Hudi's delete marker is a boolean: another type is refused on the driver, not by a write task
+    "is_deleted_a_string": (lambda: _with_column(pa.field("_hoodie_is_deleted", pa.string()), ["true", "false"]),
+                            "upsert", {}, InvalidInputError,
+                            r"input column '_hoodie_is_deleted' is of type string, but it is Hudi's delete marker, "
+                            r"a boolean.*nothing was written$"),
+    "is_deleted_an_int_bulk_insert": (lambda: _with_column(pa.field("_hoodie_is_deleted", pa.int64()), [1, 0]),
+                                      "bulk_insert", {}, InvalidInputError,
+                                      r"input column '_hoodie_is_deleted' is of type bigint"),
     # the table has a record index (one location per key): a non-global index may not make a second record of a key
     "non_global_index_second_record": (lambda: to_arrow(rows([0, 10], p="b")), "upsert", {"hoodie.index.type": "SIMPLE"},
                                        InvalidInputError, r"key 'k000' is stored in partition 'a' \(input partition "
@@ -157,6 +165,28 @@ CASES = {
                                    ConfigError, r"hoodie\.parquet\.max\.file\.size must be an integer, got 'abc'"),
     "record_key_option_differs": (lambda: to_arrow(NEW), "upsert", {"hoodie.datasource.write.recordkey.field": "v"},
                                   ConfigError, r"recordkey\.field='v' does not match the table's 'id'"),
+    # read in the write tasks, or by the services after the commit: checked before the write starts all the same
+    "parquet_block_size_zero": (lambda: to_arrow(NEW), "upsert", {"hoodie.parquet.block.size": "0"}, ConfigError,
+                                r"option hoodie\.parquet\.block\.size must be >= 1, got 0"),
+    "parquet_page_size_zero": (lambda: to_arrow(NEW), "upsert", {"hoodie.parquet.page.size": "0"}, ConfigError,
+                               r"option hoodie\.parquet\.page\.size must be >= 1, got 0"),
+    "keep_min_commits_zero": (lambda: to_arrow(NEW), "upsert", {"hoodie.keep.min.commits": "0"}, ConfigError,
+                              r"option hoodie\.keep\.min\.commits must be >= 1, got 0"),
+    "keep_max_commits_not_above_min": (lambda: to_arrow(NEW), "upsert",
+                                       {"hoodie.keep.min.commits": "5", "hoodie.keep.max.commits": "5"}, ConfigError,
+                                       r"option hoodie\.keep\.max\.commits \(5\) must be greater than"),
+    "timeline_compaction_batch_size": (lambda: to_arrow(NEW), "upsert", {"hoodie.timeline.compaction.batch.size": "1"},
+                                       ConfigError, r"option hoodie\.timeline\.compaction\.batch\.size must be >= 2"),
+    "archive_automatic_not_a_boolean": (lambda: to_arrow(NEW), "upsert", {"hoodie.archive.automatic": "sometimes"},
+                                        ConfigError, r"option hoodie\.archive\.automatic must be true or false"),
+    "compact_inline_not_a_boolean": (lambda: to_arrow(NEW), "upsert", {"hoodie.compact.inline": "sometimes"},
+                                     ConfigError, r"option hoodie\.compact\.inline must be true or false"),
+    # the table's merge mode is used, but an unknown value is an error, not ignored
+    "unknown_merge_mode": (lambda: to_arrow(NEW), "upsert", {"hoodie.record.merge.mode": "WHATEVER"}, ConfigError,
+                           r"option hoodie\.record\.merge\.mode has unknown value 'WHATEVER'"),
+    "unknown_hive_style_value": (lambda: to_arrow(NEW), "upsert",
+                                 {"hoodie.datasource.write.hive_style_partitioning": "yes"}, ConfigError,
+                                 r"option hoodie\.datasource\.write\.hive_style_partitioning must be true or false"),
 }
 
 
@@ -223,6 +253,29 @@ def test_variant_columns_are_refused(spark, table: str, tmp_path: Path, new_tabl
         assert tree(table) == before
 
 
+@pytest.mark.parametrize("new_table", [False, True])
+def test_repeated_columns_are_refused(spark, table: str, tmp_path: Path, new_table: bool) -> None:  # type: ignore[no-untyped-def]
+    """A DataFrame may hold two columns (or struct fields) of one name, a table's schema cannot: the write, a delete
+    too, is refused naming the column; nothing is written and no table is made."""
+    from pyspark.sql import functions as F
+
+    df = spark.createDataFrame(to_arrow(NEW))
+    cases = {
+        "v": df.select("*", F.col("v").alias("v")),
+        "st.x": df.withColumn("st", F.struct(F.lit(1).alias("x"), F.lit(2).alias("x"))),
+    }
+    base = str(tmp_path / "new") if new_table else table
+    before = None if new_table else tree(table)
+    for name, bad in cases.items():
+        for operation in ["upsert"] if new_table else ["upsert", "delete"]:
+            with pytest.raises(InvalidInputError, match=rf"column '{re.escape(name)}' appears twice.*nothing was written"):
+                Table.for_dataframe(base, bad, OPTS).write(bad, operation, OPTS)
+            if new_table:
+                assert not Path(base).exists()
+            else:
+                assert tree(table) == before
+
+
 def test_first_write_with_null_key_leaves_empty_timeline(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     base = str(tmp_path / "t")
     t = Table.create(base, SCHEMA, OPTS)
@@ -244,6 +297,16 @@ CLI_CASES = {
                            r"error: option hoodie\.index\.type has unknown value 'NOPE'"),
     "max_file_size_not_a_number": (lambda: to_arrow(NEW), ["--option", "hoodie.parquet.max.file.size=abc"],
                                    r"error: option hoodie\.parquet\.max\.file\.size must be an integer"),
+    # Spark resolves names ignoring case: it reads neither column
+    "columns_differing_only_in_case": (lambda: to_arrow(NEW).append_column("V", pa.array([1.0, 2.0])), [],
+                                       r"error: input file \S*columns_differing_only_in_case\.parquet: columns 'v' "
+                                       r"and 'V' differ only in case"),
+}
+
+# CSV inputs: name -> (the file's text, pattern that stderr must match)
+CSV_CASES = {
+    "repeated_csv_header": ("id,p,ts,v,v\nk010,a,1,1.0,2.0\n",
+                            r"error: input file \S*repeated_csv_header\.csv: column 'v' appears twice"),
 }
 
 
@@ -274,6 +337,9 @@ def test_cli_rejects_and_writes_nothing(table: str, tmp_path: Path) -> None:
         (d / name / "_SUCCESS").write_text("")
         commands[name] = ["write", table, "--input", str(d / name), "--operation", "upsert", *CLI_KEYS]
     pq.write_table(to_arrow(NEW), d / "unreadable_part_file" / "part-00000.parquet")
+    for name, (text, _pattern) in CSV_CASES.items():
+        (d / f"{name}.csv").write_text(text)
+        commands[name] = ["write", table, "--input", str(d / f"{name}.csv"), "--operation", "upsert", *CLI_KEYS]
     (d / "unreadable_part_file" / "part-00001.parquet").write_bytes(b"PAR1 not a parquet file")
     fresh = d / "merge_target"
     commands["operation_option_merge"] = ["write", str(fresh), "--input", str(d / "new.parquet"), *CLI_KEYS,
@@ -289,9 +355,9 @@ def test_cli_rejects_and_writes_nothing(table: str, tmp_path: Path) -> None:
         assert results[name].returncode == 1 and not (d / name).exists(), (name, results[name].stderr[-2000:])
 
     problems = {}
-    for case in [*CLI_CASES, *DIR_CASES]:
+    for case in [*CLI_CASES, *DIR_CASES, *CSV_CASES]:
         r: subprocess.CompletedProcess[str] = results[case]
-        pattern = CLI_CASES[case][2] if case in CLI_CASES else DIR_CASES[case]
+        pattern = CLI_CASES[case][2] if case in CLI_CASES else DIR_CASES.get(case) or CSV_CASES[case][1]
         if r.returncode != 1:
             problems[case] = f"exit code {r.returncode}: {r.stderr[-3000:]}"
         elif not re.search(pattern, r.stderr):
