@@ -11,9 +11,10 @@ HFiles and older file slices are cleaned.
 
 from __future__ import annotations
 
+import json
 import posixpath
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -21,7 +22,7 @@ import pyarrow as pa
 from pyhudi import config as C
 from pyhudi import faults
 from pyhudi.config import METADATA_ENABLE, RECORD_INDEX_ENABLE
-from pyhudi.errors import ConfigError, PyHudiError
+from pyhudi.errors import ConfigError, CorruptFileError, PyHudiError, StorageError
 from pyhudi.hfile import HFileWriter
 from pyhudi.io import bloom
 from pyhudi.io.compression import CODEC_GZ
@@ -169,6 +170,26 @@ class MetadataWriter:
         if self.storage.exists(path):
             self.storage.delete(path)
 
+    def _drop_index_definitions(self, names: Sequence[str]) -> None:
+        """Take the definitions of dropped metadata partitions out of the table's index definition file
+        (``hoodie.table.index.defs.path``, Hudi's ``.hoodie/.index_defs/index.json``), as Hudi's DROP INDEX does,
+        so the table declares no index it does not have."""
+        rel = self.data_config.index_defs_path
+        if not rel:
+            return
+        path = posixpath.join(self.base_path, rel)
+        try:
+            doc = json.loads(self.storage.read_bytes(path))
+        except StorageError:
+            return  # no definitions kept
+        except ValueError as e:
+            raise CorruptFileError(path, f"not an index definition file: {e}") from None
+        defs = doc.get("indexDefinitions") if isinstance(doc, dict) else None
+        if not isinstance(defs, dict) or not any(n in defs for n in names):
+            return
+        doc["indexDefinitions"] = {k: v for k, v in defs.items() if k not in names}
+        self.storage.write_bytes(path, json.dumps(doc, indent=2).encode(), overwrite=True)
+
     # -- bringing the metadata table in line with a write's options -----------------------------------------
     def reconcile(self, options: Mapping[str, str], data_timeline: ActiveTimeline,
                   data_schema: pa.Schema | None = None) -> TableConfig | None:
@@ -211,6 +232,7 @@ class MetadataWriter:
             })
             for p in stale:
                 self.drop_partition(p)
+            self._drop_index_definitions(self.dropped)
         if not has_metadata_table(self.storage, self.base_path, self.data_config):
             self.create(data_timeline)
             self.data_config = read_table_config(self.storage, meta)

@@ -331,6 +331,9 @@ def check_fixture_after_write(
     for p in UNMAINTAINED:
         assert p not in parts
         assert not Path(base, ".hoodie", "metadata", p).exists(), p
+    # nor does the table still declare them (Hudi's index definition file), the others' definitions kept
+    defs = json.loads(Path(base, ".hoodie", ".index_defs", "index.json").read_text())["indexDefinitions"]
+    assert sorted(defs) == ["column_stats", "record_index"]
     assert FILES in parts
     assert table.config.metadata_partitions_inflight == []
     # column and partition statistics are kept: those of the files written, and of the partitions written to
