@@ -135,7 +135,7 @@ def test_options_that_conflict_with_the_table_are_refused(tmp_path) -> None:  # 
                        (C.ORDERING_FIELDS, "v"), ("hoodie.datasource.write.precombine.field", "v"),
                        (C.RECORD_MERGE_MODE, "COMMIT_TIME_ORDERING"), ("hoodie.write.record.merge.mode", "COMMIT_TIME_ORDERING"),
                        (C.KEYGENERATOR_TYPE, "COMPLEX"), (C.TABLE_NAME, "other"), (C.RECORDKEY_FIELD, "v"),
-                       (C.PARTITIONPATH_FIELD, "v"), (C.WRITE_TABLE_VERSION, "8")]:
+                       (C.PARTITIONPATH_FIELD, "v"), (C.WRITE_TABLE_VERSION, "8"), ("hoodie.table.version", "8")]:
         with pytest.raises(ConfigError, match=f"option {re.escape(key)}='{value}' does not match the table's"):
             resolve_options(t.config, {**opts, key: value}, t.timeline())
     with pytest.raises(ConfigError, match=re.escape("keygenerator.class='org.apache.hudi.keygen.ComplexKeyGenerator' "

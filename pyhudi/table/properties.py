@@ -441,11 +441,12 @@ class TableConfig(Mapping[str, str]):
     @property
     def timeline_zone(self) -> tzinfo | None:
         """The zone of the table's instant times (``hoodie.table.timeline.timezone``): UTC, or None for the
-        machine's local zone (Hudi's ``LOCAL``, its default: a table that does not say is in local time)."""
+        machine's local zone (``LOCAL``). A table that does not say is taken as UTC, the zone pyhudi has always
+        written (Hudi's writers take it as LOCAL: the same on machines in UTC)."""
         value = self._props.get(TIMELINE_TIMEZONE)
-        if value is None or value == "LOCAL":
+        if value == "LOCAL":
             return None
-        if value == "UTC":
+        if value is None or value == "UTC":
             return UTC
         raise ConfigError(f"{TIMELINE_TIMEZONE}={value!r} in {PROPERTIES_FILE} must be LOCAL or UTC")
 

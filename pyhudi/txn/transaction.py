@@ -86,7 +86,13 @@ from pyhudi.table.capabilities import (
 from pyhudi.table.commit_metadata import STREAMING_CHECKPOINT_KEY, streaming_checkpoint
 from pyhudi.table.evolution import writer_schema
 from pyhudi.table.lsm_timeline import ArchivedTimeline, FullTimeline, LsmHistory
-from pyhudi.table.properties import METAFOLDER, TableConfig, read_table_config, table_config_exists
+from pyhudi.table.properties import (
+    METAFOLDER,
+    TABLE_VERSION,
+    TableConfig,
+    read_table_config,
+    table_config_exists,
+)
 from pyhudi.table.schema import avro_to_arrow, commit_schema_json, table_schema
 from pyhudi.table.timeline import (
     CLUSTERING,
@@ -184,7 +190,8 @@ def resolve_options(config: TableConfig, options: Mapping[str, Any] | None, time
         ((C.HIVE_STYLE_PARTITIONING,), str(config.hive_style_partitioning).lower(), flag),
         ((C.URL_ENCODE_PARTITIONING,), str(config.url_encode_partitioning).lower(), flag),
         ((C.TABLE_NAME,), config.table_name, str.strip),
-        ((C.WRITE_TABLE_VERSION,), str(config.table_version), str.strip),  # how keys are encoded follows it
+        # how keys are encoded follows it (the key generator reads either key)
+        ((C.WRITE_TABLE_VERSION, TABLE_VERSION), str(config.table_version), str.strip),
     ]
     # a non-partitioned table's key generator takes no partition field: one given is ignored, as Hudi does
     if table_keygen not in ("NON_PARTITION", "NON_PARTITIONED"):

@@ -179,7 +179,7 @@ def test_storage_create_update_and_backup_protocol(tmp_path: Path) -> None:
 def test_timeline_zone() -> None:
     assert TableConfig.create("t").timeline_zone is UTC  # pyhudi's tables say their instant times are UTC
     assert TableConfig.create("t").to_dict()[P.TIMELINE_TIMEZONE] == "UTC"
-    assert TableConfig({P.TABLE_NAME: "t"}).timeline_zone is None  # Hudi's default: LOCAL
+    assert TableConfig({P.TABLE_NAME: "t"}).timeline_zone is UTC  # not said: UTC, as pyhudi always wrote
     assert TableConfig({P.TIMELINE_TIMEZONE: "LOCAL"}).timeline_zone is None
     with pytest.raises(ConfigError, match=r"hoodie.table.timeline.timezone='Asia/Shanghai'.*LOCAL or UTC"):
         TableConfig({P.TIMELINE_TIMEZONE: "Asia/Shanghai"}).timeline_zone  # noqa: B018

@@ -47,15 +47,17 @@ def test_instant_times_unique_across_processes(tmp_path: Path) -> None:
     assert sorted(p.name for p in (Path(base) / ".hoodie" / ".heartbeat").iterdir()) == sorted(flat)
 
 
-@pytest.mark.parametrize("zone", ["LOCAL", None])
+@pytest.mark.parametrize("utc_says", [True, False], ids=["utc", "not-said"])
 def test_a_table_in_local_time_gets_local_instant_times(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                        zone: str | None) -> None:
-    """A table whose timeline is in local time (``hoodie.table.timeline.timezone=LOCAL``, Hudi's default: Java
-    writers leave it out) gets instant times in the machine's zone, as Hudi's writers on that machine do; a
-    pyhudi table (UTC) keeps UTC times; and a timeline ahead of the clock in the table's zone is refused."""
+                                                        utc_says: bool) -> None:
+    """A table whose timeline is in local time (``hoodie.table.timeline.timezone=LOCAL``) gets instant times in
+    the machine's zone, as Hudi's writers on that machine do; a table in UTC (said, or not said: the zone pyhudi
+    always wrote) keeps UTC times; and a timeline ahead of the clock in the table's zone is refused."""
     utc_base, base = make_table(tmp_path / "utc"), make_table(tmp_path / "local")
     meta = str(Path(base) / ".hoodie")
-    update_table_config(LOCAL, meta, {TIMELINE_TIMEZONE: zone} if zone else None, deletes=() if zone else [TIMELINE_TIMEZONE])
+    update_table_config(LOCAL, meta, {TIMELINE_TIMEZONE: "LOCAL"})
+    if not utc_says:
+        update_table_config(LOCAL, str(Path(utc_base) / ".hoodie"), deletes=[TIMELINE_TIMEZONE])
     monkeypatch.setenv("TZ", "Etc/GMT-8")  # UTC+8
     time.tzset()
     try:
