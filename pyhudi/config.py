@@ -512,7 +512,17 @@ def check_honoured(options: Mapping[str, Any]) -> None:
 OPERATIONS = ("insert", "upsert", "delete", "bulk_insert", "insert_overwrite", "insert_overwrite_table")
 INDEX_TYPES = ("SIMPLE", "GLOBAL_SIMPLE", "BLOOM", "GLOBAL_BLOOM", "RECORD_INDEX")
 MERGE_MODES = ("EVENT_TIME_ORDERING", "COMMIT_TIME_ORDERING")
-KEYGEN_TYPES = ("SIMPLE", "COMPLEX", "NON_PARTITION", "NON_PARTITIONED")
+#: key generator type names Hudi accepts (``KeyGeneratorType`` and its Avro variants), each to the type pyhudi uses
+KEYGEN_TYPE_NAMES = {
+    "SIMPLE": "SIMPLE", "SIMPLE_AVRO": "SIMPLE", "COMPLEX": "COMPLEX", "COMPLEX_AVRO": "COMPLEX",
+    "NON_PARTITION": "NON_PARTITION", "NON_PARTITION_AVRO": "NON_PARTITION", "NON_PARTITIONED": "NON_PARTITION",
+}
+KEYGEN_TYPES = tuple(KEYGEN_TYPE_NAMES)
+
+
+def keygen_type_name(value: str | None) -> str | None:
+    """The key generator type a type name stands for (``SIMPLE_AVRO`` is ``SIMPLE``), or None when unknown."""
+    return KEYGEN_TYPE_NAMES.get((value or "").strip().upper())
 #: the key generator classes pyhudi writes with (``hoodie.datasource.write.keygenerator.class``), by type
 KEYGEN_CLASS_TYPES = {
     "org.apache.hudi.keygen.SimpleKeyGenerator": "SIMPLE",
@@ -669,13 +679,13 @@ class WriteConfig:
         if cls:  # a class names its type (a type given beside it must agree)
             by_class = keygen_class_type(cls, KEYGENERATOR_CLASS.key)
             given = _choice(o, KEYGENERATOR_TYPE, KEYGEN_TYPES) if o.get(KEYGENERATOR_TYPE.key) else by_class
-            if given.replace("NON_PARTITIONED", "NON_PARTITION") != by_class:
+            if KEYGEN_TYPE_NAMES[given] != by_class:
                 raise ConfigError(f"options {KEYGENERATOR_TYPE.key}={given} and {KEYGENERATOR_CLASS.key}={cls} "
                                   "disagree")
             o[KEYGENERATOR_TYPE.key] = by_class
         o.setdefault(KEYGENERATOR_TYPE, infer_keygen_type(rk, pf))
-        keygen = _choice(o, KEYGENERATOR_TYPE, KEYGEN_TYPES)
-        if keygen in ("NON_PARTITION", "NON_PARTITIONED"):
+        keygen = KEYGEN_TYPE_NAMES[_choice(o, KEYGENERATOR_TYPE, KEYGEN_TYPES)]
+        if keygen == "NON_PARTITION":
             pf = ()  # Hudi's NonpartitionedKeyGenerator writes every record at the root: the table has no partitions
         if keygen == "SIMPLE" and (len(rk) != 1 or len(pf) > 1):
             raise ConfigError(

@@ -128,7 +128,8 @@ def test_options_that_conflict_with_the_table_are_refused(tmp_path) -> None:  # 
     t = Table.create(str(tmp_path / "t"), schema, opts)
     same = {**opts, C.HIVE_STYLE_PARTITIONING: "TRUE", C.URL_ENCODE_PARTITIONING: "false",
             "hoodie.datasource.write.precombine.field": "ts", "hoodie.write.record.merge.mode": "event_time_ordering",
-            C.KEYGENERATOR_TYPE: "simple", C.KEYGENERATOR_CLASS: "org.apache.hudi.keygen.SimpleKeyGenerator"}
+            C.KEYGENERATOR_TYPE: "simple_avro", C.KEYGENERATOR_CLASS: "org.apache.hudi.keygen.SimpleKeyGenerator",
+            C.TABLE_NAME: "Trips"}
     resolved = resolve_options(t.config, same, t.timeline())
     assert resolved[C.HIVE_STYLE_PARTITIONING] == "true" and resolved[C.ORDERING_FIELDS] == "ts"
     for key, value in [(C.HIVE_STYLE_PARTITIONING, "false"), (C.URL_ENCODE_PARTITIONING, "true"),

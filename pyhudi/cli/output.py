@@ -56,8 +56,9 @@ def _cell(v: Any) -> str:
     return str(v)
 
 
-# the secret runs to the credentials' '@': it may hold a '/' (left unencoded) or a quote
-_URI_SECRET = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://[^/@\s:'\"]*:)[^@\s]+@")
+# the secret runs to the credentials' '@': it may hold a '/' (left unencoded) or a quote; a port followed by a path
+# (hdfs://namenode:8020/data/v@2) is no secret
+_URI_SECRET = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://[^/@\s:'\"]*:)(?!\d*/)[^@\s]+@")
 
 
 def redact_uri_secrets(text: str) -> str:

@@ -73,6 +73,11 @@ class FileStatus:
         return posixpath.basename(self.path)
 
 
+#: the URI scheme other programs (Hadoop, Hudi) use for a pyarrow filesystem whose paths start with its bucket;
+#: paths of the others (local, HDFS: absolute, on the default filesystem) are written as they are
+_URI_SCHEMES = {"s3": "s3", "gcs": "gs"}
+
+
 class Storage:
     """A thin layer over a pyarrow filesystem with the operations Hudi needs."""
 
@@ -104,10 +109,11 @@ class Storage:
         return "local" if self.is_local else str(self.fs.type_name).lower()
 
     def uri(self, path: str) -> str:
-        """``path`` as other programs name it: the path itself on the local filesystem, ``<scheme>://<path>``
-        elsewhere (``s3://bucket/key``: a bare ``bucket/key`` would read as a relative path). For the full paths
-        Hudi records in plans."""
-        return path if self.is_local else f"{self.scheme}://{path.lstrip('/')}"
+        """``path`` as other programs name it: ``s3://bucket/key`` and ``gs://bucket/key`` on object stores (a bare
+        ``bucket/key`` would read as a relative path), the path itself elsewhere. For the full paths Hudi records
+        in plans."""
+        scheme = _URI_SCHEMES.get(self.scheme)
+        return f"{scheme}://{path.lstrip('/')}" if scheme else path
 
     @property
     def atomic_create(self) -> bool:

@@ -428,14 +428,15 @@ def _nested_plain_folders(found: InputFiles) -> bool:
     return bool(plain)
 
 
-def _refuse_partition_folders(found: InputFiles) -> None:
+def _refuse_partition_folders(found: InputFiles, columns: list[str]) -> None:
     """A directory read through pyhudi's storage (not by Spark's readers) may not hold partition folders
-    (``name=value``): Spark would add their columns to the records, pyhudi's reader does not, and a column must
-    not be lost silently."""
+    (``name=value``) of a column its files (``columns``) lack: Spark would add the column to the records, pyhudi's
+    reader does not, and a column must not be lost silently."""
     root = _path_part(found.path)
     for f in found.files:
         rel = posixpath.relpath(_path_part(posixpath.dirname(f)), root)
-        folder = next((seg for seg in rel.split("/") if "=" in seg), None) if not rel.startswith(".") else None
+        folder = next((seg for seg in rel.split("/") if "=" in seg and seg.split("=", 1)[0] not in columns),
+                      None) if not rel.startswith(".") else None
         if folder is not None:
             raise InvalidInputError(
                 f"input directory {found.uri} holds partition folders ({folder!r}), whose name=value columns Spark's "
@@ -507,8 +508,6 @@ def _read_in_tasks(spark: SparkSession, storage: Storage, found: InputFiles) -> 
     from pyspark.sql.pandas.types import to_arrow_schema
 
     lister = _StorageLister(storage)
-    if found.kind == "directory":
-        _refuse_partition_folders(found)
     if found.format == "parquet":
         first = found.files[0]
         try:
@@ -519,6 +518,8 @@ def _read_in_tasks(spark: SparkSession, storage: Storage, found: InputFiles) -> 
         _check_column_names(source, first)
     else:
         source = _infer(lister, found)
+    if found.kind == "directory":
+        _refuse_partition_folders(found, source.names)
     spark_schema = _spark_schema(source)
     tz = spark.conf.get("spark.sql.session.timeZone") or "UTC"
     target = to_arrow_schema(spark_schema, timezone=tz)

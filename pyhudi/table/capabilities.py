@@ -18,6 +18,7 @@ from pyhudi.errors import ConfigError, UnsupportedTableError
 from pyhudi.table.internal_schema import history_files, refusal, schema_folder
 from pyhudi.table.properties import (
     BASE_FILE_FORMAT,
+    CDC_ENABLED,
     COPY_ON_WRITE,
     CURRENT_TABLE_VERSION,
     DROP_PARTITION_COLUMNS,
@@ -102,6 +103,8 @@ def table_feature_not_written(config: TableConfig) -> str | None:
         return f"{POPULATE_META_FIELDS}=false (pyhudi writes the meta columns into every file)"
     if config.drop_partition_columns:
         return f"{DROP_PARTITION_COLUMNS}=true (pyhudi keeps the partition columns in its files)"
+    if str(config.get(CDC_ENABLED, "false")).strip().lower() == "true":
+        return f"{CDC_ENABLED}=true (pyhudi writes no change-data-capture log files, which Hudi's CDC queries read)"
     return None
 
 

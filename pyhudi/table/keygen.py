@@ -45,6 +45,7 @@ from pyhudi.config import (
     check_partition_field_specs,
     infer_keygen_type,
     keygen_class_type,
+    keygen_type_name,
 )
 from pyhudi.config import HIVE_STYLE_PARTITIONING as HIVE_STYLE
 from pyhudi.config import KEYGENERATOR_CLASS as KEYGEN_CLASS
@@ -70,15 +71,6 @@ NON_PARTITION = "NON_PARTITION"
 NULL_PLACEHOLDER = "__null__"
 EMPTY_PLACEHOLDER = "__empty__"
 
-_TYPE_ALIASES = {
-    "SIMPLE": SIMPLE,
-    "SIMPLE_AVRO": SIMPLE,
-    "COMPLEX": COMPLEX,
-    "COMPLEX_AVRO": COMPLEX,
-    "NON_PARTITION": NON_PARTITION,
-    "NON_PARTITION_AVRO": NON_PARTITION,
-    "NON_PARTITIONED": NON_PARTITION,
-}
 Batch: TypeAlias = pa.RecordBatch | pa.Table
 
 
@@ -140,7 +132,7 @@ class KeyGenerator:
         type_name: str | None = None
         raw_type = options.get(KEYGEN_TYPE) or options.get(TABLE_KEYGEN_TYPE)
         if raw_type:
-            type_name = _TYPE_ALIASES.get(raw_type.strip().upper())
+            type_name = keygen_type_name(raw_type)
             if type_name is None:
                 raise ConfigError(f"{TABLE_KEYGEN_TYPE}: unsupported key generator type {raw_type!r}")
         else:

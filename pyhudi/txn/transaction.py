@@ -173,7 +173,8 @@ def resolve_options(config: TableConfig, options: Mapping[str, Any] | None, time
             f"option {C.TABLE_TYPE}={given_type!r} does not match the table, a {config.table_type} table (a table's "
             "type cannot change)"
         )
-    table_keygen = config.key_generator_type or C.KEYGEN_CLASS_TYPES.get((config.key_generator_class or "").strip())
+    table_keygen = (C.keygen_type_name(config.key_generator_type) or config.key_generator_type
+                    or C.KEYGEN_CLASS_TYPES.get((config.key_generator_class or "").strip()))
 
     def fields(v: str) -> list[str]:
         return [x.strip() for x in v.split(",") if x.strip()]
@@ -184,26 +185,29 @@ def resolve_options(config: TableConfig, options: Mapping[str, Any] | None, time
     def upper(v: str) -> str:
         return v.strip().upper()
 
+    def keygen_type(v: str) -> str:
+        return C.keygen_type_name(v) or upper(v)
+
     # (option keys whose given value must match, the table's value, how values compare)
     checks: list[tuple[tuple[str, ...], str | None, Any]] = [
         ((C.RECORDKEY_FIELD,), ",".join(config.record_key_fields), fields),
         ((C.HIVE_STYLE_PARTITIONING,), str(config.hive_style_partitioning).lower(), flag),
         ((C.URL_ENCODE_PARTITIONING,), str(config.url_encode_partitioning).lower(), flag),
-        ((C.TABLE_NAME,), config.table_name, str.strip),
+        ((C.TABLE_NAME,), config.table_name, lambda v: v.strip().lower()),  # Spark's resolver: any case
         # how keys are encoded follows it (the key generator reads either key)
         ((C.WRITE_TABLE_VERSION, TABLE_VERSION), str(config.table_version), str.strip),
     ]
     # a non-partitioned table's key generator takes no partition field: one given is ignored, as Hudi does
-    if table_keygen not in ("NON_PARTITION", "NON_PARTITIONED"):
+    if table_keygen != "NON_PARTITION":
         checks.append(((C.PARTITIONPATH_FIELD,), ",".join(config.partition_fields), fields))
     if config.ordering_fields:
         checks.append(((C.ORDERING_FIELDS.key, C.PRECOMBINE_FIELD.key), ",".join(config.ordering_fields), fields))
     if config.record_merge_mode:
         checks.append(((C.RECORD_MERGE_MODE.key, *C.RECORD_MERGE_MODE.aliases), config.record_merge_mode, upper))
     if table_keygen:
-        checks.append(((C.KEYGENERATOR_TYPE.key,), table_keygen, upper))
+        checks.append(((C.KEYGENERATOR_TYPE.key,), table_keygen, keygen_type))
         given_class = (o.get(C.KEYGENERATOR_CLASS.key) or "").strip()
-        if given_class in C.KEYGEN_CLASS_TYPES and C.KEYGEN_CLASS_TYPES[given_class] != upper(table_keygen):
+        if given_class in C.KEYGEN_CLASS_TYPES and C.KEYGEN_CLASS_TYPES[given_class] != keygen_type(table_keygen):
             raise ConfigError(f"option {C.KEYGENERATOR_CLASS.key}={given_class!r} does not match the table's key "
                               f"generator, {table_keygen} (a table property, fixed when the table was created)")
     for keys, value, norm in checks:

@@ -278,6 +278,10 @@ def test_partition_folders_are_refused_where_spark_does_not_read_them(spark, tmp
     assert {r[-1] for r in _rows(read_input(spark, str(d)))} == {"d1", "d2"}
     with pytest.raises(InvalidInputError, match=r"holds partition folders \('day=d1'\), whose name=value columns"):
         read_input(spark, f"file://{d}", via_storage=True)
+    # files that hold the folders' column themselves are read as they are
+    for day in ("d1", "d2"):
+        pq.write_table(_table(2).append_column("day", pa.array([day] * 2)), d / f"day={day}" / "part-0.parquet")
+    assert sorted(r[-1] for r in _rows(read_input(spark, f"file://{d}", via_storage=True))) == ["d1", "d1", "d2", "d2"]
 
 
 def test_a_storage_path_naming_a_file_is_read_literally(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -68,6 +68,7 @@ def test_json_output_gets_an_object_for_an_unexpected_error(tmp_path: Path, monk
     ("no Hudi table at 's3://AKID:sec'ret@bucket/t'", "no Hudi table at 's3://AKID:***@bucket/t'"),
     ("s3://A:x@b/t and s3://A:y@b/u", "s3://A:***@b/t and s3://A:***@b/u"),
     ("s3://bucket/t?endpoint_override=127.0.0.1:9000", "s3://bucket/t?endpoint_override=127.0.0.1:9000"),
+    ("hdfs://namenode:8020/data/v@2/x.parquet", "hdfs://namenode:8020/data/v@2/x.parquet"),  # a port, no secret
 ])
 def test_uri_secrets_are_hidden(text: str, shown: str) -> None:
     from pyhudi.cli.output import redact_uri_secrets

@@ -205,3 +205,5 @@ def test_paths_as_other_programs_name_them() -> None:
     assert Storage(pafs.LocalFileSystem()).uri("/w/t/a/f.parquet") == "/w/t/a/f.parquet"
     s3 = Storage(pafs.S3FileSystem(anonymous=True, region="us-east-1", endpoint_override="127.0.0.1:1"))
     assert s3.uri("bucket/t/a/f.parquet") == "s3://bucket/t/a/f.parquet"
+    gcs = Storage(pafs.GcsFileSystem(anonymous=True))
+    assert gcs.uri("bucket/t/a/f.parquet") == "gs://bucket/t/a/f.parquet"  # Hadoop's and Hudi's scheme

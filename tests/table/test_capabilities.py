@@ -18,6 +18,7 @@ from tests.support.storage import LOCAL
     (P.BASE_FILE_FORMAT, "ORC", "pyhudi writes parquet base files"),
     (P.POPULATE_META_FIELDS, "false", "pyhudi writes the meta columns into every file"),
     (P.DROP_PARTITION_COLUMNS, "true", "pyhudi keeps the partition columns in its files"),
+    (P.CDC_ENABLED, "true", "pyhudi writes no change-data-capture log files, which Hudi's CDC queries read"),
 ])
 def test_table_properties_pyhudi_does_not_write_are_refused(tmp_path: Path, key: str, value: str, why: str) -> None:
     base = str(tmp_path / "t")
