@@ -21,7 +21,7 @@ from pyhudi.metadata.writer import MetadataWriter
 from pyhudi.read import plan as read_plan
 from pyhudi.services.archive import ArchiveResult
 from pyhudi.services.rollback import RollbackResult
-from pyhudi.table.capabilities import check_new_table_type, check_writable
+from pyhudi.table.capabilities import check_new_table_type, check_readable, check_writable
 from pyhudi.table.evolution import check_schema_names
 from pyhudi.table.fsview import FileSystemView
 from pyhudi.table.lsm_timeline import FullTimeline, LsmHistory
@@ -233,6 +233,7 @@ class Table:
     def lookup(self, keys: Sequence[str]) -> pa.Table:
         """Where the record index says each key lives: (key, found, partition, file_id, instant) in the order
         given; absent keys have found=false and nulls."""
+        check_readable(self.base_path, self.config)
         tl = self.timeline()
         lk = record_index_lookup(self.storage, self.base_path, tl, self.config)
         if lk is None:

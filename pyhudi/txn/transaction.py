@@ -93,6 +93,7 @@ from pyhudi.table.properties import (
     read_table_config,
     table_config_exists,
 )
+from pyhudi.table.recorded_paths import compaction_operations
 from pyhudi.table.schema import avro_to_arrow, commit_schema_json, table_schema
 from pyhudi.table.timeline import (
     CLUSTERING,
@@ -104,6 +105,7 @@ from pyhudi.table.timeline import (
     ActiveTimeline,
     Instant,
     InstantTimeGenerator,
+    State,
     Timeline,
 )
 from pyhudi.txn.conflict import Footprint, completed_writes_since, find_conflict
@@ -764,6 +766,8 @@ class WriteTransaction:
                 raise ConcurrentWriterError(
                     f"{self.base_path}: compaction {t} is running in another process ({status.reason}); it is "
                     "run again only once its heartbeat has expired or its process is gone")
+            # a plan from elsewhere (another writer, a corrupt table) is checked before anything is undone or written
+            compaction_operations(tl.read_plan(COMPACTION, t), tl.path_of(Instant(t, COMPACTION, State.REQUESTED)))
             delete_attempt_files(self.storage, self.base_path, t)
             writer = MetadataWriter(self.storage, self.base_path, self.config())
             if writer.exists:

@@ -134,7 +134,7 @@ def test_a_table_of_a_version_pyhudi_does_not_read_is_refused(spark, tmp_path: P
     table = Table.open(base)
     refused = rf"{base} is a table of version 10; pyhudi reads table versions 8 and 9 only"
     for read in (table.to_arrow, lambda: table.to_arrow(as_of=first.requested_time), lambda: table.read_keys([key]),
-                 lambda: table.incremental_arrow("0")):
+                 lambda: table.incremental_arrow("0"), lambda: table.lookup([key])):
         with pytest.raises(UnsupportedTableError, match=refused):
             read()
     register(spark)
