@@ -68,7 +68,8 @@ OPERATION = Option(
     "The write operation: insert, upsert, delete, bulk_insert, insert_overwrite, insert_overwrite_table. "
     "`Table.write` and `pyhudi write --operation` set it.", section=_W)
 TABLE_NAME = Option(
-    "hoodie.table.name", None, "Name of a new table (default: the last folder of its path).", section=_W)
+    "hoodie.table.name", None, "Name of a new table (default: the last folder of its path); a write into an existing "
+    "table may repeat its name (in any case), not change it.", section=_W)
 TABLE_TYPE = Option(
     "hoodie.datasource.write.table.type", "COPY_ON_WRITE",
     "Type of a new table: COPY_ON_WRITE or MERGE_ON_READ (`hoodie.table.type` is accepted too).",
@@ -125,8 +126,9 @@ COMPLEX_NEW_ENCODING = Option(
     "hoodie.write.complex.keygen.new.encoding", "false",
     "Table version 8: a COMPLEX key of one field is written as its bare value.", section=_W)
 WRITE_TABLE_VERSION = Option(
-    "hoodie.write.table.version", None, "Table version the key generators encode keys for (default: 9).",
-    section=_W)
+    "hoodie.write.table.version", None,
+    "Table version of the write (default: the table's; 9 for a new table): another value is refused, as it would "
+    "change how record keys are encoded.", section=_W)
 CONSISTENT_LOGICAL_TS = Option(
     "hoodie.datasource.write.keygenerator.consistent.logical.timestamp.enabled", "false",
     "Not supported: timestamps in keys and partition paths are their epoch microseconds.", section=_W)

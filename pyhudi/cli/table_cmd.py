@@ -42,7 +42,7 @@ from pyhudi.table.capabilities import MOR_OPERATIONS
     help="hoodie.index.type: SIMPLE, GLOBAL_SIMPLE, BLOOM, GLOBAL_BLOOM or RECORD_INDEX "
     "(default: RECORD_INDEX for a table that has one or a new table with the metadata table, else SIMPLE).",
 )
-@click.option("--table-name", default=None, help="Name of a table created by this write.")
+@click.option("--table-name", default=None, help="Name of a table created by this write (an existing table's name may be repeated, not changed).")
 @click.option("--option", "options", multiple=True, help="Any hoodie.* option as KEY=VALUE (repeatable).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object as the last line.")
 def write(

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import posixpath
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -170,10 +170,11 @@ class MetadataWriter:
         if self.storage.exists(path):
             self.storage.delete(path)
 
-    def _drop_index_definitions(self, names: Sequence[str]) -> None:
-        """Take the definitions of dropped metadata partitions out of the table's index definition file
-        (``hoodie.table.index.defs.path``, Hudi's ``.hoodie/.index_defs/index.json``), as Hudi's DROP INDEX does,
-        so the table declares no index it does not have."""
+    def _keep_index_definitions(self, partitions: Iterable[str]) -> None:
+        """Keep in the table's index definition file (``hoodie.table.index.defs.path``, Hudi's
+        ``.hoodie/.index_defs/index.json``) only the definitions of metadata partitions the table has
+        (``partitions``: completed or being built), as Hudi's DROP INDEX does: the table declares no index it does
+        not have. An unreadable file is an error before anything changes."""
         rel = self.data_config.index_defs_path
         if not rel:
             return
@@ -185,9 +186,12 @@ class MetadataWriter:
         except ValueError as e:
             raise CorruptFileError(path, f"not an index definition file: {e}") from None
         defs = doc.get("indexDefinitions") if isinstance(doc, dict) else None
-        if not isinstance(defs, dict) or not any(n in defs for n in names):
+        if not isinstance(defs, dict):
+            raise CorruptFileError(path, "not an index definition file: no indexDefinitions object")
+        kept = set(partitions)
+        if all(name in kept for name in defs):
             return
-        doc["indexDefinitions"] = {k: v for k, v in defs.items() if k not in names}
+        doc["indexDefinitions"] = {k: v for k, v in defs.items() if k in kept}
         self.storage.write_bytes(path, json.dumps(doc, indent=2).encode(), overwrite=True)
 
     # -- bringing the metadata table in line with a write's options -----------------------------------------
@@ -220,19 +224,21 @@ class MetadataWriter:
                 maintained.add(PARTITION_STATS)
         stale = [p for p in cfg.metadata_partitions if p not in maintained]
         stale += [p for p in cfg.metadata_partitions_inflight if p not in maintained]
+        for p in stale:  # every name before hoodie.properties changes: a refused write leaves it as it was
+            self.check_partition_name(p)
+        keep = [p for p in cfg.metadata_partitions if p in maintained]
+        # a record index the async indexer is building stays inflight
+        building = [p for p in cfg.metadata_partitions_inflight if p == RECORD_INDEX and keep_rli]
+        # the definitions first: hoodie.properties still lists a partition whose definition went, never the reverse
+        self._keep_index_definitions([*keep, *building] if stale else
+                                     [*cfg.metadata_partitions, *cfg.metadata_partitions_inflight])
         if stale:
-            for p in stale:  # every name before hoodie.properties changes: a refused write leaves it as it was
-                self.check_partition_name(p)
             self.dropped = sorted(set(stale))
-            keep = [p for p in cfg.metadata_partitions if p in maintained]
-            # a record index the async indexer is building stays inflight
-            building = [p for p in cfg.metadata_partitions_inflight if p == RECORD_INDEX and keep_rli]
             self.data_config = update_table_config(self.storage, meta, {
                 METADATA_PARTITIONS: ",".join(keep), METADATA_PARTITIONS_INFLIGHT: ",".join(building)
             })
             for p in stale:
                 self.drop_partition(p)
-            self._drop_index_definitions(self.dropped)
         if not has_metadata_table(self.storage, self.base_path, self.data_config):
             self.create(data_timeline)
             self.data_config = read_table_config(self.storage, meta)

@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from pyhudi.cli.main import main as cli_main
-from pyhudi.errors import PostCommitError
+from pyhudi.errors import CorruptFileError, PostCommitError
 from pyhudi.io.storage import Storage
 from pyhudi.metadata.partitions import FILES, INIT_PREFIX, RECORD_INDEX
 from pyhudi.metadata.reader import MetadataTableReader
@@ -415,6 +415,28 @@ def test_upsert_into_java_written_table(spark, tmp_path: Path) -> None:  # type:
     table = check_fixture_after_write(base, res, mdt_before, want, data)
     assert RECORD_INDEX in table.config.metadata_partitions
     assert all(table.lookup(sorted(want)).column("found").to_pylist())
+
+
+@needs_fixture
+def test_index_definitions_follow_the_metadata_partitions(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Every write keeps in the table's index definition file only the indexes the table has (a definition left
+    from before is taken out too); an unreadable file fails the write before hoodie.properties changes."""
+    base = str(unzip_table(FIXTURE, tmp_path))
+    data = fixture_rows(base)
+    o = {"hoodie.table.name": Table.open(base).name, **FIXTURE_OPTS}
+    batch = spark.createDataFrame(data.slice(0, 1))
+    defs_file = Path(base, ".hoodie", ".index_defs", "index.json")
+    Table.open(base).write(batch, "upsert", o)
+    doc = json.loads(defs_file.read_text())
+    doc["indexDefinitions"]["secondary_index_left"] = {"indexName": "secondary_index_left"}
+    defs_file.write_text(json.dumps(doc))
+    Table.open(base).write(batch, "upsert", o)
+    assert sorted(json.loads(defs_file.read_text())["indexDefinitions"]) == ["column_stats", "record_index"]
+    props = Path(base, ".hoodie", "hoodie.properties").read_bytes()
+    defs_file.write_text("{not json")
+    with pytest.raises(CorruptFileError, match=r"index\.json: not an index definition file"):
+        Table.open(base).write(batch, "upsert", o)
+    assert Path(base, ".hoodie", "hoodie.properties").read_bytes() == props
 
 
 @needs_fixture
