@@ -630,7 +630,8 @@ def check_table_decided_values(options: Mapping[str, Any]) -> None:
         _choice(o, RECORD_MERGE_MODE, MERGE_MODES)
 
 
-def _fields(value: str | None) -> tuple[str, ...]:
+def split_fields(value: str | None) -> tuple[str, ...]:
+    """The names of a comma-separated field list (``"a, b,"`` is ``("a", "b")``)."""
     return tuple(f.strip() for f in (value or "").split(",") if f.strip())
 
 
@@ -671,12 +672,12 @@ class WriteConfig:
         check_honoured(o)
         op = _choice(o, OPERATION, OPERATIONS, upper=False)
         index_type = _choice(o, INDEX_TYPE, INDEX_TYPES)
-        rk = _fields(o.get(RECORDKEY_FIELD))
+        rk = split_fields(o.get(RECORDKEY_FIELD))
         if not rk:
             raise ConfigError(f"option {RECORDKEY_FIELD} is required (the record key column or columns)")
-        pf = _fields(o.get(PARTITIONPATH_FIELD))
+        pf = split_fields(o.get(PARTITIONPATH_FIELD))
         check_partition_field_specs(pf, PARTITIONPATH_FIELD.key)
-        ordering = _fields(o.get(ORDERING_FIELDS) or o.get(PRECOMBINE_FIELD))
+        ordering = split_fields(o.get(ORDERING_FIELDS) or o.get(PRECOMBINE_FIELD))
         cls = o.get(KEYGENERATOR_CLASS.key)
         if cls:  # a class names its type (a type given beside it must agree)
             by_class = keygen_class_type(cls, KEYGENERATOR_CLASS.key)

@@ -46,6 +46,7 @@ from pyhudi.config import (
     infer_keygen_type,
     keygen_class_type,
     keygen_type_name,
+    split_fields,
 )
 from pyhudi.config import HIVE_STYLE_PARTITIONING as HIVE_STYLE
 from pyhudi.config import KEYGENERATOR_CLASS as KEYGEN_CLASS
@@ -72,12 +73,6 @@ NULL_PLACEHOLDER = "__null__"
 EMPTY_PLACEHOLDER = "__empty__"
 
 Batch: TypeAlias = pa.RecordBatch | pa.Table
-
-
-def _split(value: str | None) -> tuple[str, ...]:
-    if not value:
-        return ()
-    return tuple(f.strip() for f in value.split(",") if f.strip())
 
 
 def _bool(options: Mapping[str, str], key: str, default: bool = False) -> bool:
@@ -123,11 +118,11 @@ class KeyGenerator:
     @staticmethod
     def from_options(options: Mapping[str, str]) -> KeyGenerator:
         """From Hudi write options (``hoodie.datasource.write.*``) or table config keys (``hoodie.table.*``)."""
-        rk = _split(options.get(RECORDKEY_FIELD) or options.get(TABLE_RECORDKEY_FIELDS))
+        rk = split_fields(options.get(RECORDKEY_FIELD) or options.get(TABLE_RECORDKEY_FIELDS))
         pf_raw = options.get(PARTITIONPATH_FIELD)
         if pf_raw is None:
             pf_raw = options.get(TABLE_PARTITION_FIELDS)
-        pf = _split(pf_raw)
+        pf = split_fields(pf_raw)
         check_partition_field_specs(pf, PARTITIONPATH_FIELD)
         type_name: str | None = None
         raw_type = options.get(KEYGEN_TYPE) or options.get(TABLE_KEYGEN_TYPE)

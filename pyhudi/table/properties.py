@@ -22,6 +22,7 @@ from datetime import UTC, datetime, tzinfo
 from types import MappingProxyType
 from typing import Any
 
+from pyhudi.config import split_fields
 from pyhudi.errors import ConfigError, CorruptFileError, StorageError
 from pyhudi.io.storage import Storage
 
@@ -253,9 +254,7 @@ def _decode(data: bytes) -> str:
 
 # -- TableConfig -------------------------------------------------------------------------------------------
 def _split_fields(value: str | None) -> list[str]:
-    if not value:
-        return []
-    return [f.strip() for f in value.split(",") if f.strip()]
+    return list(split_fields(value))
 
 
 def _bool(value: str) -> bool:

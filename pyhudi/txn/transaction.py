@@ -178,9 +178,6 @@ def resolve_options(config: TableConfig, options: Mapping[str, Any] | None, time
     table_keygen = (C.keygen_type_name(config.key_generator_type) or config.key_generator_type
                     or C.KEYGEN_CLASS_TYPES.get((config.key_generator_class or "").strip()))
 
-    def fields(v: str) -> list[str]:
-        return [x.strip() for x in v.split(",") if x.strip()]
-
     def flag(v: str) -> str:
         return v.strip().lower()
 
@@ -192,7 +189,7 @@ def resolve_options(config: TableConfig, options: Mapping[str, Any] | None, time
 
     # (option keys whose given value must match, the table's value, how values compare)
     checks: list[tuple[tuple[str, ...], str | None, Any]] = [
-        ((C.RECORDKEY_FIELD,), ",".join(config.record_key_fields), fields),
+        ((C.RECORDKEY_FIELD,), ",".join(config.record_key_fields), C.split_fields),
         ((C.HIVE_STYLE_PARTITIONING,), str(config.hive_style_partitioning).lower(), flag),
         ((C.URL_ENCODE_PARTITIONING,), str(config.url_encode_partitioning).lower(), flag),
         ((C.TABLE_NAME,), config.table_name, lambda v: v.strip().lower()),  # Spark's resolver: any case
@@ -201,9 +198,9 @@ def resolve_options(config: TableConfig, options: Mapping[str, Any] | None, time
     ]
     # a non-partitioned table's key generator takes no partition field: one given is ignored, as Hudi does
     if table_keygen != "NON_PARTITION":
-        checks.append(((C.PARTITIONPATH_FIELD,), ",".join(config.partition_fields), fields))
+        checks.append(((C.PARTITIONPATH_FIELD,), ",".join(config.partition_fields), C.split_fields))
     if config.ordering_fields:
-        checks.append(((C.ORDERING_FIELDS.key, C.PRECOMBINE_FIELD.key), ",".join(config.ordering_fields), fields))
+        checks.append(((C.ORDERING_FIELDS.key, C.PRECOMBINE_FIELD.key), ",".join(config.ordering_fields), C.split_fields))
     if config.record_merge_mode:
         checks.append(((C.RECORD_MERGE_MODE.key, *C.RECORD_MERGE_MODE.aliases), config.record_merge_mode, upper))
     if table_keygen:
