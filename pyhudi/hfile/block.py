@@ -21,7 +21,7 @@ from pyhudi.hfile.format import (
     decode_hadoop_vint,
     encode_hadoop_vint,
 )
-from pyhudi.io.compression import compress, decompress
+from pyhudi.io.compression import CODEC_GZ, compress, decompress
 
 
 @dataclass(frozen=True)
@@ -124,12 +124,52 @@ def decode_block(
     return h, payload
 
 
+# gzip header (RFC 1952): FLG is byte 3, the optional fields start after the 10 fixed bytes
+_GZIP_FLG = 3
+_GZIP_FIXED = 10
+_GZIP_FHCRC = 0x02
+_GZIP_FEXTRA = 0x04
+_GZIP_SUBFIELD_ID = b"PY"  # the one FEXTRA subfield we write: zero bytes that only set the member's length
+
+
+def readers_checksum_bytes(data_size_with_header: int, bytes_per_checksum: int) -> int:
+    """The checksum bytes Hudi's readers assume a block has: they count chunks over the on-disk size *with* the
+    checksums (``33 + onDiskSizeWithoutHeader``), not over the checksummed bytes."""
+    own = num_checksum_bytes(data_size_with_header, bytes_per_checksum)
+    return num_checksum_bytes(data_size_with_header + own, bytes_per_checksum)
+
+
+def _gzip_clear_of_chunk_edge(member: bytes) -> bytes:
+    """``member`` (one gzip member, a GZ block payload), lengthened by an FEXTRA field when its block would end
+    within a few bytes below a checksum-chunk edge.
+
+    There, counting chunks over the size with the checksums gives one chunk more than the block has, and hudi-rs,
+    which cuts the payload at ``33 + onDiskSizeWithoutHeader - that count``, loses the member's last 4 bytes
+    ("GZIP decompression failed: unexpected end of file"; Java's reader inflates to the member's own end and
+    is not affected). A member that long is never cut: the padded block starts a new chunk with room to spare.
+    Every gzip reader skips FEXTRA; the payload and all header invariants are unchanged."""
+    size = BLOCK_HEADER_SIZE + len(member)
+    own = num_checksum_bytes(size, BYTES_PER_CHECKSUM)
+    if readers_checksum_bytes(size, BYTES_PER_CHECKSUM) == own:
+        return member
+    if member[_GZIP_FLG] & (_GZIP_FEXTRA | _GZIP_FHCRC):
+        raise ValueError("gzip member already has an FEXTRA field or a header CRC")
+    chunks = own // CHECKSUM_SIZE
+    pad = max(chunks * BYTES_PER_CHECKSUM + 1 - size, 6)  # 2 (XLEN) + 4 (subfield id and length) at least
+    body = pad - 6
+    extra = struct.pack("<H", pad - 2) + _GZIP_SUBFIELD_ID + struct.pack("<H", body) + b"\x00" * body
+    flags = bytes([member[_GZIP_FLG] | _GZIP_FEXTRA])
+    return member[:_GZIP_FLG] + flags + member[_GZIP_FLG + 1 : _GZIP_FIXED] + extra + member[_GZIP_FIXED:]
+
+
 def encode_block(
     magic: bytes, payload: bytes | memoryview, codec: int, prev_offset: int = -1, level: int | None = None
 ) -> bytes:
     """A block as Hudi's native writer makes it: NULL checksum type, zeroed checksum slots reserved.
     ``level``: the GZ compression level (None: the codec's default)."""
     data = compress(codec, payload, level)
+    if codec == CODEC_GZ:
+        data = _gzip_clear_of_chunk_edge(data)
     data_size_with_header = BLOCK_HEADER_SIZE + len(data)
     n_cs = num_checksum_bytes(data_size_with_header, BYTES_PER_CHECKSUM)
     header = HEADER_STRUCT.pack(
