@@ -67,11 +67,14 @@ def test_snapshot_time_travel_read_optimized(zip_name: str, tables: dict[str, st
 def _check_incremental(base: str, pairs: list[tuple[str, str | None]]) -> None:
     table = Table.open(base)
     cols = table.to_arrow().column_names
+    theirs = HudiTableBuilder.from_base_uri(base).build()  # one hudi-rs table, each query with its own options
     for a, b in pairs:
         opts = HudiReadOptions().with_query_type(HudiQueryType.Incremental).with_start_timestamp(a)
         if b is not None:
             opts = opts.with_end_timestamp(b)
-        assert rows(table.incremental_arrow(a, b), cols) == rows(hudi_rs(base, opts), cols), f"({a}, {b}]"
+        batches = theirs.read(opts)
+        want = pa.Table.from_batches(batches) if batches else pa.table({})
+        assert rows(table.incremental_arrow(a, b), cols) == rows(want, cols), f"({a}, {b}]"
 
 
 def _times(base: str) -> list[str]:
@@ -124,7 +127,9 @@ def test_incremental_between_every_pair_of_instants(zip_name: str, tables: dict[
     """Every pair of the timeline's requested and completion times."""
     base = tables[zip_name]
     times = _times(base)
-    _check_incremental(base, [(a, b) for a in times for b in times if b > a])
+    # the pairs test_incremental_reads checks (from the start; from a time to the one after next) are left to it
+    _check_incremental(base, [(times[i], times[j]) for i in range(1, len(times)) for j in range(i + 1, len(times))
+                              if j != i + 2])
 
 
 def test_updates_that_live_only_in_log_files(tables: dict[str, str]) -> None:
