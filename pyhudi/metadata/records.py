@@ -248,17 +248,34 @@ def _signed64(v: int) -> int:
     return v - (1 << 64) if v >= 1 << 63 else v
 
 
-def encode_file_id(file_id: str) -> dict[str, Any]:
-    """The fileId part of HoodieRecordIndexInfo: UUID bits + index (encoding 0) or the raw id (encoding 1)."""
+_INT_MAX = 2**31 - 1
+
+
+def _uuid_and_index(file_id: str) -> tuple[uuid.UUID | None, int]:
+    """(UUID, file index or MISSING_FILE_INDEX) of a file id the UUID encoding gives back unchanged, else (None, 0)."""
+    head, tail = file_id[:36], file_id[36:]
+    if tail:
+        if not (tail[0] == "-" and tail[1:].isascii() and tail[1:].isdigit()):
+            return None, 0
+        index = int(tail[1:])
+        if index > _INT_MAX or tail[1:] != str(index):
+            return None, 0
+    else:
+        index = MISSING_FILE_INDEX
     try:
-        if len(file_id) == 36:
-            u, index = uuid.UUID(file_id), MISSING_FILE_INDEX
-        else:
-            head, _, tail = file_id.rpartition("-")
-            u, index = uuid.UUID(head), int(tail)
-        if len(str(u)) != 36 or str(u) != (file_id[:36]).lower():
-            raise ValueError
+        u = uuid.UUID(head)
     except ValueError:
+        return None, 0
+    return (u, index) if str(u) == head else (None, 0)
+
+
+def encode_file_id(file_id: str) -> dict[str, Any]:
+    """The fileId part of HoodieRecordIndexInfo: UUID bits + index (encoding 0) when those decode back to exactly
+    ``file_id`` (a lower-case canonical UUID, optionally ``-<index>`` in plain decimal within an int), else the raw
+    id (encoding 1). Python's ``int`` and ``uuid.UUID`` accept more (``01``, ``+1``, ``1_0``, other scripts'
+    digits, upper case, a doubled dash) and would have named another file group."""
+    u, index = _uuid_and_index(file_id)
+    if u is None:
         return {
             "fileIdHighBits": None,
             "fileIdLowBits": None,

@@ -97,6 +97,20 @@ def test_file_id_encoding() -> None:
     assert raw is not None and raw.file_id == "my-file" and raw.file_id_encoding == 1
 
 
+@pytest.mark.parametrize("tail", ["-01", "-+1", "- 1", "-1_0", "--1", "-\u0663", "-2147483648", "-1 ", "-"])
+def test_file_ids_the_uuid_encoding_would_change_are_kept_raw(tail: str) -> None:
+    """Only a file id that UUID bits + index give back exactly is encoded so; any other is stored as it is (the
+    index parsed leniently, or an upper-case UUID, named another file group; an index past an int failed the
+    write)."""
+    u = "6f3a2c1e-0000-4000-8000-000000000001"
+    for fid in (u + tail, u.upper() + "-0", "{" + u + "}", "urn:uuid:" + u):
+        ri = decode_value("k", encode_value(record_index_record("k", "p", fid, 1))).record_index
+        assert ri is not None and ri.file_id == fid and ri.file_id_encoding == 1, fid
+    for fid in (u, u + "-0", u + "-2147483647", u + "-10"):
+        ri = decode_value("k", encode_value(record_index_record("k", "p", fid, 1))).record_index
+        assert ri is not None and ri.file_id == fid and ri.file_id_encoding == 0, fid
+
+
 def test_files_merge_rules() -> None:
     base = files_record("p", {"a": 10, "b": 20})
     upd = files_record("p", {"a": 5, "c": 7, "b": (0, True), "d": (0, True)})
