@@ -31,7 +31,7 @@ from pyhudi.read.slice_reader import FileSliceReader, ReadSpec, SliceSpec
 from pyhudi.table.capabilities import check_readable
 from pyhudi.table.internal_schema import with_archived
 from pyhudi.table.schema import resolve_schema, table_schema, with_meta
-from pyhudi.table.timeline import ActiveTimeline
+from pyhudi.table.timeline import ActiveTimeline, Instant
 
 if TYPE_CHECKING:
     from pyhudi.io.storage import Storage
@@ -149,7 +149,7 @@ def check_retained(table: TableLike, as_of: str | None, tl: ActiveTimeline, what
     the first incomplete write: its result could change once that write completes."""
     if as_of is None:
         return
-    from pyhudi.table.timeline import CLEAN, COMMIT, DELTA_COMMIT, REPLACE_COMMIT
+    from pyhudi.table.timeline import COMMIT, DELTA_COMMIT, REPLACE_COMMIT
 
     pending = tl.pending().by_action(COMMIT, DELTA_COMMIT, REPLACE_COMMIT).first() if what is None else None
     if pending is not None and as_of >= pending.requested_time:
@@ -158,15 +158,8 @@ def check_retained(table: TableLike, as_of: str | None, tl: ActiveTimeline, what
             f"{table.base_path}: cannot read as of {as_of}: the {pending.action} {pending.requested_time} is not "
             "complete, and a time travel must be earlier than the first incomplete commit (it may still complete "
             f"and change what the read returns); read as of a time before {pending.requested_time}")
-    source: ActiveTimeline | FullTimeline = tl
-    last = tl.completed().by_action(CLEAN).last()
-    if last is None:  # the latest clean may have been archived
-        source = history(table, tl)
-        last = source.completed().by_action(CLEAN).last() if source is not tl else None
-    if last is None:
-        return
-    retained = str(source.read_completed(last, CLEAN).get("earliestCommitToRetain") or "")
-    if retained and as_of < retained:
+    last, retained = _cleaned_before(table, tl)
+    if last is not None and retained and as_of < retained:
         if what is not None:
             raise InvalidInputError(
                 f"{table.base_path}: {what} was requested before {retained}, and cleaning ({last.requested_time}) "
@@ -178,19 +171,48 @@ def check_retained(table: TableLike, as_of: str | None, tl: ActiveTimeline, what
         )
 
 
+def _cleaned_before(table: TableLike, tl: ActiveTimeline) -> tuple[Instant | None, str]:
+    """(the latest completed clean, its earliest commit to retain): cleaning removed the file versions that
+    commits requested before that one replaced. (None, "") when the table was never cleaned."""
+    from pyhudi.table.timeline import CLEAN
+
+    source: ActiveTimeline | FullTimeline = tl
+    last = tl.completed().by_action(CLEAN).last()
+    if last is None:  # the latest clean may have been archived
+        source = history(table, tl)
+        last = source.completed().by_action(CLEAN).last() if source is not tl else None
+    if last is None:
+        return None, ""
+    return last, str(source.read_completed(last, CLEAN).get("earliestCommitToRetain") or "")
+
+
 def incremental_checked(table: TableLike, start: str, end: str | None,
                         timeline: ActiveTimeline | None = None) -> ScanPlan:
     """:func:`incremental` over the full history, between ``start`` and ``end`` as :func:`incremental_bound`
-    reads them; a range whose commits all precede what cleaning kept is refused."""
+    reads them. Refused when cleaning may have removed file versions it reads: when its commits all precede what
+    cleaning kept, or when a commit requested before that completed only after ``end`` (the range is read as the
+    table was at ``end``, before that commit replaced the files cleaning then removed)."""
     import pyhudi.config as C
 
     start = incremental_bound(table.base_path, start, C.READ_BEGIN_INSTANT)
     end = None if end is None else incremental_bound(table.base_path, end, C.READ_END_INSTANT)
     tl = timeline or table.timeline()
-    plan = incremental(table, start, end, timeline=tl, history=history(table, tl))
+    full = history(table, tl)
+    plan = incremental(table, start, end, timeline=tl, history=full)
+    what = f"cannot read the incremental range ({start}, {end or 'now'}]"
     latest = max(plan.read.commit_times or (), default=None)
-    check_retained(table, latest, tl, what=f"cannot read the incremental range ({start}, {end or 'now'}]: its "
-                                           f"latest commit, {latest},")
+    check_retained(table, latest, tl, what=f"{what}: its latest commit, {latest},")
+    if end is not None:
+        last, retained = _cleaned_before(table, tl)
+        late = [i for i in full.completed_commits() if i.requested_time < retained
+                and i.completion_time is not None and i.completion_time > end]
+        if last is not None and late:
+            first = min(late, key=lambda i: i.completion_time or "")
+            raise InvalidInputError(
+                f"{table.base_path}: {what}: it is read as the table was at its end, before the {first.action} "
+                f"{first.requested_time} completed ({first.completion_time}); that commit was requested before "
+                f"{retained}, so cleaning ({last.requested_time}) removed the file versions it replaced "
+                f"(hoodie.cleaner.commits.retained); end the range at {first.completion_time} or later")
     return plan
 
 

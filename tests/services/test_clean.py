@@ -224,3 +224,41 @@ def test_a_rolled_back_writers_leftover_older_than_the_active_timeline_is_no_fil
     assert _versions(base) == sorted([first, stalled])  # the committed version stays (nothing decides on the leftover)
     assert not ancient.exists()
     assert _versions(base, "bbbb-0")[-1] == max(i.requested_time for i in tl.commits())
+
+
+def test_an_incremental_range_before_a_late_replace_the_clean_removed_is_refused(tmp_path: Path) -> None:
+    """A replacecommit requested before the clean's earliest commit to retain but completed after a range's end:
+    the range is read as the table was at its end, from the file group the replace made obsolete and the clean
+    then removed. The read is refused, naming the replace; it returned the range without those records."""
+    from pyhudi import Table
+    from pyhudi.errors import InvalidInputError
+    from pyhudi.table.timeline import ActiveTimeline as TL
+
+    base = make_table(tmp_path / "t")
+    clock = Clock()
+    commit(base, clock, {P: [("aaaa-0", [("k1", 1), ("k2", 1)])]})
+    later: list[str] = []
+
+    def meanwhile(_t: str, _meta: dict[str, object]) -> None:  # three commits complete while the replace runs
+        later.extend(commit(base, clock, {P: [("bbbb-0", [("k9", i)])]}) for i in range(3))
+
+    replace = commit(base, clock, {P: [("cccc-0", [("k1", 5)])]}, replaced={P: ["aaaa-0"]},
+                     before_complete=meanwhile)
+    commit(base, clock, {P: [("bbbb-0", [("k9", 9)])]})
+    tl = TL.load(LOCAL, base)
+    ends = {i.requested_time: i.completion_time for i in tl.completed()}
+    end = ends[later[2]]
+    assert ends[replace] > end  # the replace completed after the third commit
+
+    def keys(start: str, stop: str | None) -> list[str]:
+        return sorted(Table.open(base).incremental_arrow(start, stop).column("id").to_pylist())
+
+    assert keys("0", end) == ["k1", "k2", "k9"]
+    done = clean(LOCAL, base, None, 2, clock)  # keeps the last two commits: the earliest to retain is later[2]
+    assert done is not None and read_clean_metadata(TL.load(LOCAL, base), done)["earliestCommitToRetain"] == later[2]
+    assert _versions(base, "aaaa-0") == []
+    with pytest.raises(InvalidInputError, match=rf"before the replacecommit {replace} completed") as e:
+        keys("0", end)
+    assert f"end the range at {ends[replace]} or later" in str(e.value)
+    assert keys(later[1], None) == ["k1", "k9"]  # a range ending now reads the latest files
+    assert keys("0", ends[replace]) == ["k1", "k9"]
