@@ -208,11 +208,12 @@ def incremental_checked(table: TableLike, start: str, end: str | None,
                 and i.completion_time is not None and i.completion_time > end]
         if last is not None and late:
             first = min(late, key=lambda i: i.completion_time or "")
+            latest_end = max(i.completion_time or "" for i in late)
             raise InvalidInputError(
                 f"{table.base_path}: {what}: it is read as the table was at its end, before the {first.action} "
                 f"{first.requested_time} completed ({first.completion_time}); that commit was requested before "
                 f"{retained}, so cleaning ({last.requested_time}) removed the file versions it replaced "
-                f"(hoodie.cleaner.commits.retained); end the range at {first.completion_time} or later")
+                f"(hoodie.cleaner.commits.retained); end the range at {latest_end} or later")
     return plan
 
 
