@@ -142,11 +142,13 @@ def history(table: TableLike, active: ActiveTimeline) -> ActiveTimeline | FullTi
     return active
 
 
-def check_retained(table: TableLike, as_of: str | None, tl: ActiveTimeline, what: str | None = None) -> None:
+def check_retained(table: TableLike, as_of: str | None, tl: ActiveTimeline, what: str | None = None,
+                   cleaned: tuple[Instant | None, str] | None = None) -> None:
     """Refuse a read as of a time cleaning may have removed file versions of (Hudi's
     ``validateTimestampAsOf``): before the earliest commit to retain of the latest completed clean. ``what``:
     the read, in the message (a time travel's by default). A time travel (no ``what``) is refused too at or after
-    the first incomplete write: its result could change once that write completes."""
+    the first incomplete write: its result could change once that write completes. ``cleaned``: what
+    :func:`_cleaned_before` returns, when the caller has it."""
     if as_of is None:
         return
     from pyhudi.table.timeline import COMMIT, DELTA_COMMIT, REPLACE_COMMIT
@@ -158,7 +160,7 @@ def check_retained(table: TableLike, as_of: str | None, tl: ActiveTimeline, what
             f"{table.base_path}: cannot read as of {as_of}: the {pending.action} {pending.requested_time} is not "
             "complete, and a time travel must be earlier than the first incomplete commit (it may still complete "
             f"and change what the read returns); read as of a time before {pending.requested_time}")
-    last, retained = _cleaned_before(table, tl)
+    last, retained = cleaned if cleaned is not None else _cleaned_before(table, tl)
     if last is not None and retained and as_of < retained:
         if what is not None:
             raise InvalidInputError(
@@ -171,15 +173,17 @@ def check_retained(table: TableLike, as_of: str | None, tl: ActiveTimeline, what
         )
 
 
-def _cleaned_before(table: TableLike, tl: ActiveTimeline) -> tuple[Instant | None, str]:
+def _cleaned_before(table: TableLike, tl: ActiveTimeline,
+                    full: ActiveTimeline | FullTimeline | None = None) -> tuple[Instant | None, str]:
     """(the latest completed clean, its earliest commit to retain): cleaning removed the file versions that
-    commits requested before that one replaced. (None, "") when the table was never cleaned."""
+    commits requested before that one replaced. (None, "") when the table was never cleaned. ``full``: the
+    history, when the caller has it."""
     from pyhudi.table.timeline import CLEAN
 
     source: ActiveTimeline | FullTimeline = tl
     last = tl.completed().by_action(CLEAN).last()
     if last is None:  # the latest clean may have been archived
-        source = history(table, tl)
+        source = full if full is not None else history(table, tl)
         last = source.completed().by_action(CLEAN).last() if source is not tl else None
     if last is None:
         return None, ""
@@ -190,31 +194,54 @@ def incremental_checked(table: TableLike, start: str, end: str | None,
                         timeline: ActiveTimeline | None = None) -> ScanPlan:
     """:func:`incremental` over the full history, between ``start`` and ``end`` as :func:`incremental_bound`
     reads them. Refused when cleaning may have removed file versions it reads: when its commits all precede what
-    cleaning kept, or when a commit requested before that completed only after ``end`` (the range is read as the
-    table was at ``end``, before that commit replaced the files cleaning then removed)."""
+    cleaning kept, or when a commit requested before that completed only after ``end`` and wrote or replaced a
+    file group the range's commits wrote (the range is read as the table was at ``end``, from the file versions
+    that commit superseded and cleaning then removed)."""
     import pyhudi.config as C
 
     start = incremental_bound(table.base_path, start, C.READ_BEGIN_INSTANT)
     end = None if end is None else incremental_bound(table.base_path, end, C.READ_END_INSTANT)
     tl = timeline or table.timeline()
     full = history(table, tl)
-    plan = incremental(table, start, end, timeline=tl, history=full)
+    done, touched = _commits_in_range(full, start, end)
+    plan = _incremental_plan(table, tl, end, done, touched)
+    if not done:  # nothing in range: nothing is read
+        return plan
     what = f"cannot read the incremental range ({start}, {end or 'now'}]"
-    latest = max(plan.read.commit_times or (), default=None)
-    check_retained(table, latest, tl, what=f"{what}: its latest commit, {latest},")
-    if end is not None:
-        last, retained = _cleaned_before(table, tl)
-        late = [i for i in full.completed_commits() if i.requested_time < retained
-                and i.completion_time is not None and i.completion_time > end]
-        if last is not None and late:
-            first = min(late, key=lambda i: i.completion_time or "")
-            latest_end = max(i.completion_time or "" for i in late)
-            raise InvalidInputError(
-                f"{table.base_path}: {what}: it is read as the table was at its end, before the {first.action} "
-                f"{first.requested_time} completed ({first.completion_time}); that commit was requested before "
-                f"{retained}, so cleaning ({last.requested_time}) removed the file versions it replaced "
-                f"(hoodie.cleaner.commits.retained); end the range at {latest_end} or later")
+    cleaned = _cleaned_before(table, tl, full)
+    latest = max(i.requested_time for i in done)
+    check_retained(table, latest, tl, what=f"{what}: its latest commit, {latest},", cleaned=cleaned)
+    last, retained = cleaned
+    if end is None or last is None or not retained:
+        return plan
+    late = [i for i in full.completed_commits() if i.requested_time < retained and i.completion_time is not None
+            and i.completion_time > end and not touched.isdisjoint(_file_groups(full, i))]
+    if late:
+        first = min(late, key=lambda i: i.completion_time or "")
+        latest_end = max(i.completion_time or "" for i in late)
+        raise InvalidInputError(
+            f"{table.base_path}: {what}: it is read as the table was at its end, before the {first.action} "
+            f"{first.requested_time} completed ({first.completion_time}) and wrote or replaced file groups the "
+            f"range's commits wrote; that commit was requested before {retained}, so cleaning ({last.requested_time}) "
+            f"removed the file versions the range needs (hoodie.cleaner.commits.retained); end the range at "
+            f"{latest_end} or later")
     return plan
+
+
+def _written_file_groups(meta: dict) -> set[tuple[str, str]]:
+    """(partition, file id) of every file group a commit's write stats name."""
+    return {(st.get("partitionPath") or part, st["fileId"])
+            for part, stats in (meta.get("partitionToWriteStats") or {}).items() for st in stats or ()
+            if st.get("fileId")}
+
+
+def _file_groups(source: ActiveTimeline | FullTimeline, inst: Instant) -> set[tuple[str, str]]:
+    """(partition, file id) of every file group a completed commit wrote, and of those it replaced."""
+    meta = source.read_commit_metadata(inst)
+    groups = _written_file_groups(meta)
+    groups.update((part, fid) for part, fids in (meta.get("partitionToReplaceFileIds") or {}).items()
+                  for fid in fids or ())
+    return groups
 
 
 @dataclass(frozen=True)
@@ -307,20 +334,28 @@ def incremental(
     ``history``: the timeline the commits in range are taken from when it is longer than the active one (the
     archived instants and the active ones)."""
     tl = timeline or table.timeline()
-    source = history if history is not None else tl
+    done, touched = _commits_in_range(history if history is not None else tl, start, end)
+    return _incremental_plan(table, tl, end, done, touched)
+
+
+def _commits_in_range(source: ActiveTimeline | FullTimeline, start: str,
+                      end: str | None) -> tuple[list[Instant], set[tuple[str, str]]]:
+    """The commits completed in (``start``, ``end``], and the (partition, file id) of the file groups they wrote."""
     done = [
         i for i in source.completed_commits()
         if i.completion_time is not None and i.completion_time > start and (end is None or i.completion_time <= end)
     ]
-    commits = frozenset(i.requested_time for i in done)
     touched: set[tuple[str, str]] = set()
     for inst in done:
-        for part, stats in (source.read_commit_metadata(inst).get("partitionToWriteStats") or {}).items():
-            for st in stats or ():
-                if st.get("fileId"):
-                    touched.add((st.get("partitionPath") or part, st["fileId"]))
+        touched |= _written_file_groups(source.read_commit_metadata(inst))
+    return done, touched
+
+
+def _incremental_plan(table: TableLike, tl: ActiveTimeline, end: str | None, done: list[Instant],
+                      touched: set[tuple[str, str]]) -> ScanPlan:
     view = table.view(tl).at(None, completed_by=end)
     slices = [s for s in view.latest_file_slices() if (s.partition, s.file_id) in touched]
+    commits = frozenset(i.requested_time for i in done)
     spec = _spec(table, tl, instants=CommittedInstants.of(tl.commits(), completed_by=end), commit_times=commits)
     return ScanPlan(_for_slices(table, spec, slices), tuple(SliceSpec.of(s) for s in slices))
 

@@ -95,7 +95,7 @@ class FileId:
     @property
     def is_uuid(self) -> bool:
         try:
-            return str(uuid.UUID(self.prefix)) == self.prefix.lower()
+            return str(uuid.UUID(self.prefix)) == self.prefix  # canonical lower case, as Hudi names file groups
         except ValueError:
             return False
 

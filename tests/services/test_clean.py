@@ -229,7 +229,8 @@ def test_a_rolled_back_writers_leftover_older_than_the_active_timeline_is_no_fil
 def test_an_incremental_range_before_a_late_replace_the_clean_removed_is_refused(tmp_path: Path) -> None:
     """A replacecommit requested before the clean's earliest commit to retain but completed after a range's end:
     the range is read as the table was at its end, from the file group the replace made obsolete and the clean
-    then removed. The read is refused, naming the replace; it returned the range without those records."""
+    then removed. The read is refused, naming the replace; it returned the range without those records. Ranges
+    that read no file group the replace wrote or replaced are answered."""
     from pyhudi import Table
     from pyhudi.errors import InvalidInputError
     from pyhudi.table.timeline import ActiveTimeline as TL
@@ -262,3 +263,6 @@ def test_an_incremental_range_before_a_late_replace_the_clean_removed_is_refused
     assert f"end the range at {ends[replace]} or later" in str(e.value)
     assert keys(later[1], None) == ["k1", "k9"]  # a range ending now reads the latest files
     assert keys("0", ends[replace]) == ["k1", "k9"]
+    # a range of commits the replace shares no file group with reads kept files; an empty range reads nothing
+    assert keys(ends[later[1]], end) == ["k9"]
+    assert keys(ends[later[0]], later[1]) == []
