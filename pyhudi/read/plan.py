@@ -29,6 +29,7 @@ from pyhudi.read.logscan import CommittedInstants
 from pyhudi.read.merge import MergeConfig
 from pyhudi.read.slice_reader import FileSliceReader, ReadSpec, SliceSpec
 from pyhudi.table.capabilities import check_readable
+from pyhudi.table.commit_metadata import touched_file_groups
 from pyhudi.table.internal_schema import with_archived
 from pyhudi.table.schema import resolve_schema, table_schema, with_meta
 from pyhudi.table.timeline import ActiveTimeline, Instant
@@ -214,8 +215,9 @@ def incremental_checked(table: TableLike, start: str, end: str | None,
     last, retained = cleaned
     if end is None or last is None or not retained:
         return plan
-    late = [i for i in full.completed_commits() if i.requested_time < retained and i.completion_time is not None
-            and i.completion_time > end and not touched.isdisjoint(_file_groups(full, i))]
+    late = [i for i in full.completed_commits()
+            if i.requested_time < retained and i.completion_time is not None and i.completion_time > end
+            and not touched.isdisjoint(touched_file_groups(full.read_commit_metadata(i)))]
     if late:
         first = min(late, key=lambda i: i.completion_time or "")
         latest_end = max(i.completion_time or "" for i in late)
@@ -233,15 +235,6 @@ def _written_file_groups(meta: dict) -> set[tuple[str, str]]:
     return {(st.get("partitionPath") or part, st["fileId"])
             for part, stats in (meta.get("partitionToWriteStats") or {}).items() for st in stats or ()
             if st.get("fileId")}
-
-
-def _file_groups(source: ActiveTimeline | FullTimeline, inst: Instant) -> set[tuple[str, str]]:
-    """(partition, file id) of every file group a completed commit wrote, and of those it replaced."""
-    meta = source.read_commit_metadata(inst)
-    groups = _written_file_groups(meta)
-    groups.update((part, fid) for part, fids in (meta.get("partitionToReplaceFileIds") or {}).items()
-                  for fid in fids or ())
-    return groups
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from typing import Any
 NULL_COMMIT = "null"  # prevCommit of a newly created file group, as Hudi writes it
 #: extraMetadata key of Hudi's streaming sink: JSON ``{"<identifier>": "<batch id>"}``
 STREAMING_CHECKPOINT_KEY = "_hudi_streaming_sink_checkpoint"
+FileGroupKey = tuple[str, str]  # (partition path, file id)
 
 
 def write_stat(
@@ -116,3 +117,16 @@ def streaming_checkpoint(extra_metadata: Mapping[str, Any] | None, identifier: s
         return int(value) if value is not None else None
     except (ValueError, AttributeError, TypeError):
         return None
+
+
+def touched_file_groups(metadata: Mapping[str, Any]) -> set[FileGroupKey]:
+    """The file groups a commit (or an inflight workload profile, or a replace) wrote or replaced."""
+    out: set[FileGroupKey] = set()
+    for part, stats in (metadata.get("partitionToWriteStats") or {}).items():
+        for st in stats or ():
+            fid = st.get("fileId")
+            if fid:
+                out.add((str(part), str(fid)))
+    for part, ids in (metadata.get("partitionToReplaceFileIds") or {}).items():
+        out.update((str(part), str(f)) for f in ids or ())
+    return out

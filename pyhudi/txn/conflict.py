@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pyhudi.errors import ConcurrentWriteConflict
+from pyhudi.table.commit_metadata import FileGroupKey, touched_file_groups
 from pyhudi.table.timeline import (
     CLUSTERING,
     COMMIT,
@@ -35,26 +36,11 @@ from pyhudi.table.timeline import (
 if TYPE_CHECKING:
     from pyhudi.table.lsm_timeline import FullTimeline
 
-FileGroupKey = tuple[str, str]  # (partition path, file id)
-
 __all__ = ["ConcurrentWriteConflict", "Footprint", "completed_writes_since", "find_conflict", "touched_file_groups"]
 WRITE_ACTIONS = frozenset({COMMIT, DELTA_COMMIT, REPLACE_COMMIT})
 #: operation types (commit metadata ``operationType``) that replace the partitions they write or name, whole
 PARTITION_OVERWRITES = frozenset({"INSERT_OVERWRITE", "DELETE_PARTITION"})
 TABLE_OVERWRITE = "INSERT_OVERWRITE_TABLE"
-
-
-def touched_file_groups(metadata: Mapping[str, Any]) -> set[FileGroupKey]:
-    """The file groups a commit (or an inflight workload profile, or a replace) wrote or replaced."""
-    out: set[FileGroupKey] = set()
-    for part, stats in (metadata.get("partitionToWriteStats") or {}).items():
-        for st in stats or ():
-            fid = st.get("fileId")
-            if fid:
-                out.add((str(part), str(fid)))
-    for part, ids in (metadata.get("partitionToReplaceFileIds") or {}).items():
-        out.update((str(part), str(f)) for f in ids or ())
-    return out
 
 
 @dataclass(frozen=True)
