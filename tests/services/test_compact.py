@@ -1,5 +1,6 @@
 """Compaction of a merge-on-read table carries out only plans whose every name stays in its file group: a crafted
-or corrupt plan is refused before anything is written."""
+or corrupt plan is refused before anything is written; an incremental range before a late compaction whose old slice
+was cleaned is refused."""
 
 from __future__ import annotations
 
@@ -38,3 +39,59 @@ def test_a_crafted_compaction_plan_is_refused_before_anything_is_written(spark, 
         Table.open(base).compact(spark=spark)
     assert tree(base) == before
     assert Table.open(base).to_arrow().num_rows == 2
+
+
+def test_an_incremental_range_before_a_late_compaction_the_clean_removed_is_refused(  # type: ignore[no-untyped-def]
+    spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A compaction left pending (as Hudi's async scheduler leaves it) completes after a later deltacommit D.
+    Once a clean keeps the commits from D on, the range ending at D's completion needs the file slice before the
+    compaction, which the clean removed: the range is refused (it returned the range without those records),
+    while a range ending after the compaction and the snapshot read the kept files."""
+    from pyhudi import faults
+    from pyhudi.errors import InvalidInputError
+    from pyhudi.txn.transaction import WriteTransaction
+    from tests.support.robust import hudi_rs_read
+
+    opts = {**OPTIONS, "hoodie.compact.inline": "false", "hoodie.clean.automatic": "false",
+            "hoodie.archive.automatic": "false"}
+    base = str(tmp_path / "t")
+
+    def write(ids: list[int], ts: int, op: str = "upsert") -> str:
+        t = pa.table({"id": [f"k{i}" for i in ids], "p": ["a" if i % 2 == 0 else "b" for i in ids],
+                      "ts": [ts] * len(ids), "v": [float(i + ts) for i in ids]})
+        df = spark.createDataFrame(t.to_pandas())
+        return Table.for_dataframe(base, df, opts).write(df, op, opts).instant
+
+    write(list(range(8)), 1, "insert")
+    write([1, 3, 5, 7], 2)  # log files in partition b's file group
+
+    def stop(_point: str) -> None:
+        raise RuntimeError("the plan is left pending")
+
+    with faults.inject("compaction.planned", stop), pytest.raises(RuntimeError, match="left pending"):
+        Table.open(base).compact(opts, spark=spark)
+    for hb in (Path(base) / ".hoodie" / ".heartbeat").glob("*"):  # Hudi keeps no heartbeat of a planned compaction
+        hb.unlink()
+    with monkeypatch.context() as m:  # a writer that leaves the pending compaction to its scheduler, as Hudi's does
+        m.setattr(WriteTransaction, "resume_compactions", lambda self, spark, tl, parallelism=0: [])
+        d = write([0], 3)
+    assert Table.open(base).compact(opts, spark=spark)  # the pending compaction completes now, after D
+    write([2], 4)
+    tl = ActiveTimeline.load(Table.open(base).storage, base)
+    done = {i.requested_time: i for i in tl.completed_commits()}
+    (late,) = [i for i in done.values() if i.requested_time < d and (i.completion_time or "") > done[d].completion_time]
+    end = done[d].completion_time
+    assert end is not None
+
+    def keys(start: str, stop: str | None) -> list[str]:
+        return sorted(Table.open(base).incremental_arrow(start, stop).column("id").to_pylist())
+
+    assert keys("0", end) == [f"k{i}" for i in range(8)]
+    retained = sum(1 for t in done if t >= d)
+    assert Table.open(base).clean({**opts, "hoodie.cleaner.commits.retained": str(retained)}) is not None
+    with pytest.raises(InvalidInputError, match=rf"before the commit {late.requested_time} completed"):
+        keys("0", end)
+    assert keys(end, None) == ["k2"]  # the last upsert's key (the compaction wrote no new record)
+    snapshot = Table.open(base).to_arrow()
+    assert sorted(snapshot.column("id").to_pylist()) == sorted(hudi_rs_read(base).column("id").to_pylist())
