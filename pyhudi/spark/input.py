@@ -109,7 +109,10 @@ def read_input(spark: SparkSession, uri: str, fmt: str | None = None, *, via_sto
 def input_bytes(uri: str, fmt: str | None = None) -> int | None:
     """The total size of the files ``uri`` names (as :func:`read_input` finds them), listed on the local file
     system before any Spark session exists; None for a URI (an object store: a second listing and a request per
-    file, not worth a guess) or when the listing fails (:func:`read_input` then reports what is wrong)."""
+    file, not worth a guess) or when the listing fails (:func:`read_input` then reports what is wrong). A local
+    path (no scheme) that :func:`read_input` would refuse as it lists it -- not found, an empty directory or glob,
+    unknown or mixed formats -- is refused here with the same :class:`~pyhudi.errors.InvalidInputError`, so the
+    ``pyhudi write`` command reports it without starting Spark first."""
     from pyhudi.io.storage import Storage
 
     if "://" in uri and not uri.startswith("file://"):
@@ -118,6 +121,10 @@ def input_bytes(uri: str, fmt: str | None = None) -> int | None:
         storage, path = Storage.from_uri(uri)
         found = _find(_StorageLister(storage), uri, path, fmt)
         return sum(int(i.size or 0) for i in storage.fs.get_file_info(list(found.files)))
+    except InvalidInputError:
+        if "://" not in uri:  # read_input lists a plain path the same way (file:// goes through Hadoop's lister)
+            raise
+        return None
     except Exception:
         return None
 

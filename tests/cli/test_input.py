@@ -248,7 +248,13 @@ def test_input_bytes_before_any_session(tmp_path: Path) -> None:
     assert input_bytes(str(d)) == sum(sizes)
     assert input_bytes(str(d / "part-1.parquet")) == sizes[1]
     assert input_bytes(str(d / "part-*.parquet")) == sum(sizes)
-    assert input_bytes(str(tmp_path / "missing")) is None  # the read reports it
+    # a plain path the read would refuse as it lists it is refused here, before any session exists
+    with pytest.raises(InvalidInputError, match=r"input file not found: .*missing"):
+        input_bytes(str(tmp_path / "missing"))
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(InvalidInputError, match=r"input directory has no data files: .*empty"):
+        input_bytes(str(tmp_path / "empty"))
+    assert input_bytes(f"file://{tmp_path}/missing") is None  # listed through Hadoop's file system: the read reports it
     assert input_bytes(f"file://{d}") == sum(sizes)
     assert input_bytes("s3://bucket/in/?endpoint_override=127.0.0.1:1") is None  # no listing of object stores here
 
@@ -295,3 +301,25 @@ def test_a_storage_path_naming_a_file_is_read_literally(spark, tmp_path: Path) -
     # with no such file, the pattern matches as before
     assert [r[0] for r in _rows(read_input(spark, f"file://{tmp_path}/d%5B12%5D/y.parquet", via_storage=True))] == [
         "k100", "k101"]
+
+
+def test_write_command_refuses_a_missing_input_before_starting_spark(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A local input that is not there (or an empty directory) is reported before a Spark session is asked for:
+    the command ends in about a second instead of starting a JVM first."""
+    from click.testing import CliRunner
+
+    import pyhudi.spark.session as session
+    from pyhudi.cli.main import main as cli_main
+
+    def no_spark(*_a: object, **_k: object) -> None:
+        raise AssertionError("get_spark was called")
+
+    monkeypatch.setattr(session, "get_spark", no_spark)
+    (tmp_path / "empty").mkdir()
+    for name, message in (("missing.parquet", "input file not found"), ("empty", "input directory has no data files")):
+        res = CliRunner().invoke(cli_main, ["write", str(tmp_path / "t"), "--input", str(tmp_path / name),
+                                            "--record-key", "id", "--partition-field", "p"])
+        assert res.exit_code == 1, res.output
+        assert message in res.output, res.output
+    assert not (tmp_path / "t").exists()
