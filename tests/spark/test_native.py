@@ -209,13 +209,20 @@ def test_extension_runs_the_rule_before_push_down(spark) -> None:  # type: ignor
     assert "org.pyhudi.spark.HudiScanRule" not in rules
 
 
+# the suite's driver JVM options (the client compiler) and the class-data archive, as any JVM options a user's
+# session may have: they leave Spark's optimizer and the data source as they are
 _OWN_SESSION = r"""
-import sys
+import os, sys
 from pyspark.sql import SparkSession
 from pyhudi.spark import register
+from pyhudi.spark.cds import driver_java_options
+from pyhudi.spark.java import check_java, java_version
 from pyhudi.spark.native import jar_path
+java = check_java()
+jvm_options = f"{os.environ.get('PYHUDI_SPARK_DRIVER_JAVA_OPTIONS', '')} {driver_java_options(java, java_version(java))}"
 spark = (SparkSession.builder.master("local[1]").config("spark.jars", jar_path())
          .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+         .config("spark.driver.extraJavaOptions", jvm_options.strip())
          .config("spark.ui.enabled", "false").getOrCreate())
 register(spark)
 jvm = spark.sparkContext._jvm
