@@ -3,14 +3,17 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 BENCH_STAMP := $(VENV)/.installed-bench
+UV := uv==0.13.9
 
 .PHONY: venv test test-quick lint docs demo bench bench-quick clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "pyhudi needs Python 3.11 or newer")'
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	# uv installs the pinned dependencies (from PyPI, or UV_INDEX_URL) in about a minute, their bytecode compiled
+	# as pip compiles it: pip took 2m18s for the same install on 2 cores, from no cache
+	$(BIN)/pip install --quiet $(UV)
+	$(BIN)/uv pip install --quiet --python $(BIN)/python --compile-bytecode -e '.[dev]'
 	# pyhudi's own bytecode, as pip compiles a wheel's at install: a process whose environment writes none
 	# (PYTHONDONTWRITEBYTECODE) would otherwise compile every module from source, the driver and the Python
 	# daemon alike
@@ -48,7 +51,7 @@ demo: $(STAMP)
 	$(BIN)/python -m pyhudi.demo
 
 $(BENCH_STAMP): $(STAMP) pyproject.toml
-	$(BIN)/pip install --quiet -e '.[dev,bench]'
+	$(BIN)/uv pip install --quiet --python $(BIN)/python --compile-bytecode -e '.[dev,bench]'
 	@touch $(BENCH_STAMP)
 
 # the index benchmark suite (1M/5M/20M-row tables as far as a 60-minute budget allows; peers Delta Lake and
