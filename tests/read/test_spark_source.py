@@ -358,12 +358,13 @@ def test_a_zero_key_finds_both_signed_zeros(spark, reader, table_type: str, tmp_
 
 
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
-def test_queries_of_one_dataframe_are_planned_each_anew(spark, reader, table_type: str,  # type: ignore[no-untyped-def]
+def test_queries_of_one_dataframe_are_planned_each_anew(spark, table_type: str,  # type: ignore[no-untyped-def]
                                                         tmp_path: Path) -> None:
-    """The queries of one DataFrame each get their own plan, through both readers and the Python source alone:
-    PySpark keeps a Python source's planned partitions on the DataFrame's source object, and a query without
-    filters reused those a filtered query had pruned (a count after a partition's count returned the
-    partition's rows)."""
+    """The queries of one DataFrame each get their own plan, through the Python source alone and through the
+    default reading (Spark's parquet reader for the slices it reads, the Python source for the rest): PySpark
+    keeps a Python source's planned partitions on the DataFrame's source object, and a query without filters
+    reused those a filtered query had pruned (a count after a partition's count returned the partition's rows).
+    (Not run with the ``reader`` fixture: its Python-only run would read both DataFrames as the first one is.)"""
     base = str(tmp_path / "t")
     opts = {"hoodie.table.name": "anew", "hoodie.datasource.write.recordkey.field": "id",
             "hoodie.datasource.write.partitionpath.field": "dt", "hoodie.table.ordering.fields": "ts",

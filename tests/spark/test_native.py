@@ -554,11 +554,12 @@ def test_pushed_filters_prune_only_the_scans_the_rule_marked() -> None:
 
 
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
-def test_every_query_of_a_dataframe_reads_the_latest_commit(spark, reader, table_type: str,  # type: ignore[no-untyped-def]
+def test_every_query_of_a_dataframe_reads_the_latest_commit(spark, table_type: str,  # type: ignore[no-untyped-def]
                                                             tmp_path: Path) -> None:
     """With the rule, each query of one DataFrame plans the table anew: a commit between two queries is read by
     the second, filtered or not, and by both scans of a union (merge-on-read: the commit also updates a key of
-    the first partition, a log file there)."""
+    the first partition, a log file there); through the default reading and the Python source alone (not run
+    with the ``reader`` fixture, whose Python-only run would read both DataFrames as the second one is)."""
     base = str(tmp_path / "t")
     opts = {**OPTS, "hoodie.table.name": "latest", "hoodie.parquet.small.file.limit": "0",
             "hoodie.datasource.write.table.type": table_type}
