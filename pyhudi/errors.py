@@ -97,6 +97,12 @@ class UnsafePathError(StorageError):
         super().__init__(f"refusing to {operation} {path!r}: {reason} (the table's files lie under {root!r})")
 
 
+class TableChangedError(PyHudiError):
+    """A read could not be planned on one state of the table: its timeline changed (a commit, clean, compaction or
+    archival completed) each time the read was planned, or a rollback of a completed commit or a restore is in
+    progress. Nothing was read; run the read again."""
+
+
 class UnsupportedTableError(PyHudiError):
     """A table pyhudi can read but cannot write exactly (its type or version); refused before anything is
     written."""

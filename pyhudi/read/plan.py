@@ -18,13 +18,20 @@ base path, output schema, merge mode and ordering fields, the instants whose log
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import pyarrow as pa
 
-from pyhudi.errors import InvalidInputError, PyHudiError, UnsupportedFormatError
+from pyhudi import faults
+from pyhudi.errors import (
+    InvalidInputError,
+    PyHudiError,
+    StorageError,
+    TableChangedError,
+    UnsupportedFormatError,
+)
 from pyhudi.read.logscan import CommittedInstants
 from pyhudi.read.merge import MergeConfig
 from pyhudi.read.slice_reader import FileSliceReader, ReadSpec, SliceSpec
@@ -90,6 +97,68 @@ def open_table(uri: str) -> TableFiles:
     path = path.rstrip("/") or "/"
     storage = storage.rooted(path)
     return TableFiles(storage, path, read_table_config(storage, meta))
+
+
+T = TypeVar("T")
+
+#: how many times a read is planned before it gives up on a table whose timeline changes every time
+PLAN_ATTEMPTS = 8
+
+
+def planned(table: TableLike, plan_with: Callable[[ActiveTimeline], T]) -> T:
+    """``plan_with(timeline)`` on a timeline that did not change while it ran.
+
+    A plan loads the timeline, then reads the file listing (the metadata table or storage) and the record index:
+    both are the table's latest state, not its state as of that timeline. A clean completing in between deletes
+    file versions the timeline still names (a file group whose only version it sees would be left out, silently),
+    and a metadata compaction folds commits the timeline does not see yet into the base files the listing and the
+    record index are read from (a key deleted by a later commit would be missing, a moved key located in its new
+    file group). So the timeline is listed again after planning: if any instant appeared, changed state or went,
+    the read is planned again on the new one (so is a plan that found a file gone or, for a split scan, other
+    file slices than the other half, when the timeline changed meanwhile). A clean, compaction or archival that began before the first listing
+    cannot bite: it was planned on a state that timeline holds (a clean only deletes versions that state had
+    superseded; a time travel older than what a pending clean keeps is refused by :func:`check_retained`).
+    Refused (:class:`~pyhudi.errors.TableChangedError`) while a rollback of a completed commit or a restore runs:
+    it deletes files of commits the timeline shows as completed."""
+    tl = table.timeline()
+    for _ in range(PLAN_ATTEMPTS):
+        _check_not_restoring(table, tl)
+        faults.at("read.after_timeline")
+        try:
+            result = plan_with(tl)
+        except (StorageError, TableChangedError):  # a file gone, or a split scan's halves differ: a change?
+            after = tl.reload()
+            if after.all_instant_files == tl.all_instant_files:
+                raise
+            tl = after
+            continue
+        after = tl.reload()
+        if after.all_instant_files == tl.all_instant_files:
+            return result
+        tl = after
+    raise TableChangedError(
+        f"{table.base_path}: the table's timeline changed while the read was planned, {PLAN_ATTEMPTS} times in a "
+        "row (commits or table services completing faster than the read is planned); nothing was read: run it "
+        "again")
+
+
+def _check_not_restoring(table: TableLike, tl: ActiveTimeline) -> None:
+    """Refuse a read while a restore, or a rollback of a commit completed before it was planned, is pending (a
+    Java writer's; pyhudi rolls back failed writes only)."""
+    from pyhudi.table.timeline import RESTORE, ROLLBACK
+
+    for inst in tl.pending().by_action(ROLLBACK, RESTORE):
+        if inst.action == RESTORE:
+            raise TableChangedError(
+                f"{table.base_path}: the restore {inst.requested_time} is in progress: a read now would see part of "
+                "it; run the read once it completed")
+        target = tl.read_plan(ROLLBACK, inst.requested_time).get("instantToRollback") or {}
+        done = tl.get(str(target.get("commitTime") or ""))
+        if done is not None and done.is_completed and (done.completion_time or "") <= inst.requested_time:
+            raise TableChangedError(
+                f"{table.base_path}: the rollback {inst.requested_time} of the completed {done.action} "
+                f"{done.requested_time} is in progress: a read now would see part of that commit's files; run the "
+                "read once the rollback completed")
 
 
 def as_of_instant(base_path: str, as_of: str | None) -> str | None:
@@ -176,9 +245,10 @@ def check_retained(table: TableLike, as_of: str | None, tl: ActiveTimeline, what
 
 def _cleaned_before(table: TableLike, tl: ActiveTimeline,
                     full: ActiveTimeline | FullTimeline | None = None) -> tuple[Instant | None, str]:
-    """(the latest completed clean, its earliest commit to retain): cleaning removed the file versions that
-    commits requested before that one replaced. (None, "") when the table was never cleaned. ``full``: the
-    history, when the caller has it."""
+    """(the latest clean, its earliest commit to retain): cleaning removed the file versions that commits
+    requested before that one replaced. A pending clean counts once it is newer than the latest completed one: it
+    may be deleting those versions now (its plan names the commit it keeps). (None, "") when the table was never
+    cleaned. ``full``: the history, when the caller has it."""
     from pyhudi.table.timeline import CLEAN
 
     source: ActiveTimeline | FullTimeline = tl
@@ -186,9 +256,15 @@ def _cleaned_before(table: TableLike, tl: ActiveTimeline,
     if last is None:  # the latest clean may have been archived
         source = full if full is not None else history(table, tl)
         last = source.completed().by_action(CLEAN).last() if source is not tl else None
+    retained = "" if last is None else str(source.read_completed(last, CLEAN).get("earliestCommitToRetain") or "")
+    for pending in tl.pending().by_action(CLEAN):
+        plan = tl.read_plan(CLEAN, pending.requested_time).get("earliestInstantToRetain") or {}
+        keeps = str(plan.get("timestamp") or "") if isinstance(plan, dict) else ""
+        if keeps > retained:
+            last, retained = pending, keeps
     if last is None:
         return None, ""
-    return last, str(source.read_completed(last, CLEAN).get("earliestCommitToRetain") or "")
+    return last, retained
 
 
 def incremental_checked(table: TableLike, start: str, end: str | None,
@@ -202,7 +278,9 @@ def incremental_checked(table: TableLike, start: str, end: str | None,
 
     start = incremental_bound(table.base_path, start, C.READ_BEGIN_INSTANT)
     end = None if end is None else incremental_bound(table.base_path, end, C.READ_END_INSTANT)
-    tl = timeline or table.timeline()
+    if timeline is None:
+        return planned(table, lambda tl: incremental_checked(table, start, end, tl))
+    tl = timeline
     full = history(table, tl)
     done, touched = _commits_in_range(full, start, end)
     plan = _incremental_plan(table, tl, end, done, touched)
@@ -356,7 +434,9 @@ def _incremental_plan(table: TableLike, tl: ActiveTimeline, end: str | None, don
 def for_keys(table: TableLike, keys: Sequence[str], *, timeline: ActiveTimeline | None = None) -> ScanPlan:
     """The latest slices that may hold ``keys`` (those the record index names; every slice without one), read for
     those keys only."""
-    tl = timeline or table.timeline()
+    if timeline is None:
+        return planned(table, lambda tl: for_keys(table, keys, timeline=tl))
+    tl = timeline
     plan = snapshot(table, timeline=tl)
     wanted = tuple(dict.fromkeys(keys))
     from pyhudi.metadata.record_index import record_index_lookup

@@ -214,7 +214,7 @@ def _split(table: Any, tl: Any, as_of: str | None, root: str) -> tuple[str | Non
     from pyhudi.read import plan as read_plan
     from pyhudi.spark import source as S
 
-    slices = read_plan.snapshot(table, as_of=as_of, timeline=tl).slices
+    slices, tl = read_plan.planned(table, lambda t: (read_plan.snapshot(table, as_of=as_of, timeline=t).slices, t))
     with_logs = sum(1 for s in slices if s.log_files)
     if slices and with_logs == len(slices):
         return "a merge-on-read snapshot whose every file slice has log files to merge", None

@@ -37,7 +37,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from pyhudi import config as C
-from pyhudi.errors import ConfigError, InvalidInputError, PyHudiError
+from pyhudi.errors import ConfigError, InvalidInputError, TableChangedError
 from pyhudi.read.filters import Pred, from_spark
 from pyhudi.read.plan import ScanPlan
 from pyhudi.read.pruning import PruneReport, prune
@@ -47,6 +47,9 @@ from pyhudi.table.schema import COMMIT_TIME_COL, IS_DELETED_COL, META_COLUMNS, R
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from pyspark.sql.types import StructType
+
+    from pyhudi.read.plan import TableFiles
+    from pyhudi.table.timeline import ActiveTimeline
 
 NAME = "hudi"
 ALIAS = "pyhudi"
@@ -115,7 +118,14 @@ def plan_query(options: Mapping[str, str], preds: tuple[Pred, ...] = (),
 
     qt = query_type(options)
     table = read_plan.open_table(_path(options))
-    tl = table.timeline()
+    return read_plan.planned(table, lambda tl: _plan_query(table, tl, qt, options, preds, columns))
+
+
+def _plan_query(table: TableFiles, tl: ActiveTimeline, qt: str, options: Mapping[str, str], preds: tuple[Pred, ...],
+                columns: tuple[str, ...] | None) -> tuple[ScanPlan, PruneReport]:
+    """:func:`plan_query` on the timeline ``tl``."""
+    from pyhudi.read import plan as read_plan
+
     if qt == INCREMENTAL:
         plan = read_plan.incremental_checked(table, str(C.READ_BEGIN_INSTANT.get(options)),
                                              C.READ_END_INSTANT.get(options), timeline=tl)
@@ -162,7 +172,7 @@ def _half(plan: ScanPlan, half: str, digest: str) -> ScanPlan:
     if half not in (BASE_SLICES, LOG_SLICES):
         raise ConfigError(f"{SLICES_OPTION}={half!r}: expected {BASE_SLICES!r} or {LOG_SLICES!r}")
     if slices_digest(plan.slices) != digest:
-        raise PyHudiError(
+        raise TableChangedError(
             f"{plan.read.base_path}: the table's file slices changed while the query was planned (a commit "
             "completed before an earlier one, or files were cleaned or archived in between); run the query again")
     keep = tuple(s for s in plan.slices if bool(s.log_files) == (half == LOG_SLICES))

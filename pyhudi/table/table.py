@@ -234,14 +234,17 @@ class Table:
         """Where the record index says each key lives: (key, found, partition, file_id, instant) in the order
         given; absent keys have found=false and nulls."""
         check_readable(self.base_path, self.config)
-        tl = self.timeline()
-        lk = record_index_lookup(self.storage, self.base_path, tl, self.config)
-        if lk is None:
-            raise PyHudiError(
-                f"{self.base_path} has no record index (build one with 'pyhudi index build {self.base_path}')"
-            )
         arr = pa.array(list(keys), pa.string())
-        found = lk.lookup(arr)
+
+        def look(tl: ActiveTimeline) -> pa.Table:
+            lk = record_index_lookup(self.storage, self.base_path, tl, self.config)
+            if lk is None:
+                raise PyHudiError(
+                    f"{self.base_path} has no record index (build one with 'pyhudi index build {self.base_path}')"
+                )
+            return lk.lookup(arr)
+
+        found = read_plan.planned(self, look)
         idx = pc.index_in(arr, value_set=found.column("key").combine_chunks()) if found.num_rows else pa.nulls(len(arr), pa.int32())
         instants = found.column("instant_ms").combine_chunks() if found.num_rows else pa.array([], pa.int64())
         return pa.table({
@@ -348,10 +351,13 @@ class Table:
         return self._dataframe(spark, self._snapshot_plan(as_of, read_optimized))
 
     def _snapshot_plan(self, as_of: str | None, read_optimized: bool) -> read_plan.ScanPlan:
-        tl = self.timeline()
         as_of = self._check_as_of(as_of)
-        self._check_retained(as_of, tl)
-        return read_plan.snapshot(self, as_of=as_of, read_optimized=read_optimized, timeline=tl)
+
+        def plan(tl: ActiveTimeline) -> read_plan.ScanPlan:
+            self._check_retained(as_of, tl)
+            return read_plan.snapshot(self, as_of=as_of, read_optimized=read_optimized, timeline=tl)
+
+        return read_plan.planned(self, plan)
 
     def read_incremental(self, start: str, end: str | None = None, spark: SparkSession | None = None) -> DataFrame:
         """Records changed by the commits that completed after ``start`` and up to ``end`` (inclusive), latest
