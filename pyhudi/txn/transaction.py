@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import logging
 import posixpath
 import time
 from collections.abc import Iterator, Mapping
@@ -125,6 +126,8 @@ from pyhudi.write.status import WriteStat
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
+
+log = logging.getLogger(__name__)
 
 SINGLE_WRITER = "SINGLE_WRITER"
 OCC = "OPTIMISTIC_CONCURRENCY_CONTROL"
@@ -521,6 +524,36 @@ class WriteTransaction:
         metadata = producer.commit_metadata(stats)
         job = producer.job
         t0 = time.perf_counter()
+        try:
+            self._commit_locked(producer, stats, metadata, job, t0)
+        except Exception as e:
+            if self.completed is None:
+                raise
+            # the instant completed: a lock that could not be released is not a failed write
+            log.warning("%s: write %s committed, then releasing the table lock failed (%s: %s); other writers wait "
+                        "for it to expire", self.base_path, self.instant, type(e).__name__, e)
+        self._tidy_after_commit()
+        faults.at("after_data_commit", self.fault_spec)
+        assert self.completed is not None
+        return self.completed
+
+    def _tidy_after_commit(self) -> None:
+        """The completed write's markers and heartbeat go. A failure here does not fail the write, which committed
+        (its caller would write its records again): as Hudi's ``quietDeleteMarkerDir``, a warning names what stayed,
+        and the next writer's rollback pass deletes the markers of an instant that is no longer pending."""
+        assert self.instant is not None and self.heartbeat is not None
+        for what, tidy in (("markers", lambda: markers.delete_markers(self.storage, self.base_path, self.instant)),
+                           ("heartbeat", self.heartbeat.stop)):
+            try:
+                tidy()
+            except Exception as e:
+                log.warning("%s: write %s committed; deleting its %s failed (%s: %s)", self.base_path,
+                            self.instant, what, type(e).__name__, e)
+
+    def _commit_locked(self, producer: WriteProducer, stats: list[WriteStat], metadata: dict[str, Any], job: WriteJob,
+                       t0: float) -> None:
+        """:meth:`commit` under the table lock: the checks, the metadata deltacommit, the completion."""
+        assert self.instant is not None and self.begun is not None and self.heartbeat is not None
         with self.lock.held():
             t1 = time.perf_counter()
             job.timings["lock_wait"] = job.timings.get("lock_wait", 0.0) + t1 - t0
@@ -563,10 +596,6 @@ class WriteTransaction:
             markers.reconcile_against_markers(self.storage, self.base_path, self.instant, metadata)
             faults.at("before_data_commit", self.fault_spec)
             self.completed = now.complete(self.pending, metadata, self.gen.next(floor=now.latest_time()))
-        markers.delete_markers(self.storage, self.base_path, self.instant)
-        self.heartbeat.stop()
-        faults.at("after_data_commit", self.fault_spec)
-        return self.completed
 
     def _check_not_turned_schema_on_read(self, now: ActiveTimeline) -> None:
         """Under the lock, before the write completes: a table that became schema-on-read while it ran (Hudi's

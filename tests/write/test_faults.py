@@ -268,3 +268,41 @@ def test_files_of_failed_task_attempts_are_deleted_at_commit(spark, tmp_path: Pa
     rep = validate_table(Table.open(base))
     assert rep.ok, rep.to_dict()
 
+
+
+def test_a_committed_write_whose_tidying_up_fails_reports_success(spark, tmp_path: Path, monkeypatch,  # type: ignore[no-untyped-def]
+                                                                  caplog: pytest.LogCaptureFixture) -> None:
+    """Once the instant completed, deleting its markers and heartbeat (or releasing the lock) is housekeeping: a
+    storage error there (a full disk) is a warning, not an error that would make the caller write the records
+    again. The next write deletes the leftover markers."""
+    from pyhudi.txn import heartbeat as hb_mod
+    from pyhudi.txn import transaction as tx_mod
+
+    base = str(tmp_path / "t")
+    t, model = _table_with_two_commits(spark, base)
+
+    def full_disk(*a: object, **kw: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    def heartbeat_file_stays(self: hb_mod.Heartbeat) -> None:
+        self._halt()  # the beating stops; deleting its file fails
+        full_disk()
+
+    batch = rows(range(12, 18), ts=3, v=0.25)
+    with monkeypatch.context() as m:
+        m.setattr(tx_mod.markers, "delete_markers", full_disk)
+        m.setattr(hb_mod.Heartbeat, "stop", heartbeat_file_stays)
+        with caplog.at_level("WARNING", logger="pyhudi.txn.transaction"):
+            t.write(spark.createDataFrame(to_arrow(batch)), "upsert", OPTS)
+    apply(model, "upsert", batch)
+    done = Table.open(base).timeline().completed_commits().last()
+    assert done is not None and not _pending_instants(base)
+    assert f"write {done.requested_time} committed; deleting its markers failed" in caplog.text
+    assert f"write {done.requested_time} committed; deleting its heartbeat failed" in caplog.text
+    assert markers.markers_exist(LOCAL, base, done.requested_time)
+    assert table_rows(hudi_rs_read(base)) == expected(model) == table_rows(Table.open(base).to_arrow())
+    more = rows(range(18, 20), ts=4)
+    Table.open(base).write(spark.createDataFrame(to_arrow(more)), "upsert", OPTS)
+    apply(model, "upsert", more)
+    assert not markers.markers_exist(LOCAL, base, done.requested_time)
+    assert table_rows(hudi_rs_read(base)) == expected(model)
