@@ -294,7 +294,9 @@ class Storage:
                 except FileExistsError as e:
                     raise StorageError(f"file already exists: {path}") from e
                 finally:
-                    self.fs.delete_file(tmp)
+                    # the file is written (or refused) either way: a temporary file left behind is not an error
+                    with contextlib.suppress(OSError):
+                        self.fs.delete_file(tmp)
             else:
                 self.fs.move(tmp, path)
         else:

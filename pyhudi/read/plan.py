@@ -18,6 +18,7 @@ base path, output schema, merge mode and ordering fields, the instants whose log
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol, TypeVar
@@ -38,6 +39,7 @@ from pyhudi.read.slice_reader import FileSliceReader, ReadSpec, SliceSpec
 from pyhudi.table.capabilities import check_readable
 from pyhudi.table.commit_metadata import touched_file_groups
 from pyhudi.table.internal_schema import with_archived
+from pyhudi.table.properties import METAFOLDER, read_table_config
 from pyhudi.table.schema import resolve_schema, table_schema, with_meta
 from pyhudi.table.timeline import ActiveTimeline, Instant
 
@@ -84,10 +86,7 @@ class TableFiles:
 
 def open_table(uri: str) -> TableFiles:
     """The table at ``uri`` (a path or URI) as :class:`TableFiles`, its storage rooted at the base path."""
-    import posixpath
-
     from pyhudi.io.storage import Storage
-    from pyhudi.table.properties import METAFOLDER, read_table_config
 
     storage, path = Storage.from_uri(uri)
     meta = posixpath.join(path, METAFOLDER)
@@ -106,34 +105,35 @@ PLAN_ATTEMPTS = 8
 
 
 def planned(table: TableLike, plan_with: Callable[[ActiveTimeline], T]) -> T:
-    """``plan_with(timeline)`` on a timeline that did not change while it ran.
+    """``plan_with(timeline)`` on a timeline that did not change, in a way that matters, while it ran.
 
     A plan loads the timeline, then reads the file listing (the metadata table or storage) and the record index:
     both are the table's latest state, not its state as of that timeline. A clean completing in between deletes
     file versions the timeline still names (a file group whose only version it sees would be left out, silently),
     and a metadata compaction folds commits the timeline does not see yet into the base files the listing and the
     record index are read from (a key deleted by a later commit would be missing, a moved key located in its new
-    file group). So the timeline is listed again after planning: if any instant appeared, changed state or went,
-    the read is planned again on the new one (so is a plan that found a file gone or, for a split scan, other
-    file slices than the other half, when the timeline changed meanwhile). A clean, compaction or archival that began before the first listing
-    cannot bite: it was planned on a state that timeline holds (a clean only deletes versions that state had
-    superseded; a time travel older than what a pending clean keeps is refused by :func:`check_retained`).
-    Refused (:class:`~pyhudi.errors.TableChangedError`) while a rollback of a completed commit or a restore runs:
-    it deletes files of commits the timeline shows as completed."""
+    file group). So the timeline is listed again after planning, and the read planned again on the new one when an
+    instant completed or went, or a clean, rollback or restore appeared or moved on (:func:`_changed`); so is a
+    plan that found a file gone or, for a split scan, other file slices than the other half, when the timeline
+    changed meanwhile. A write that only began is not a change: nothing it writes is listed or indexed before it
+    completes. A clean, compaction or archival that began before the first listing cannot bite: it was planned on
+    a state that timeline holds (a clean only deletes versions that state had superseded; a time travel older
+    than what a pending clean keeps is refused by :func:`check_retained`)."""
     tl = table.timeline()
-    for _ in range(PLAN_ATTEMPTS):
-        _check_not_restoring(table, tl)
+    for attempt in range(PLAN_ATTEMPTS):
+        if attempt:  # the table's properties may have changed too (a metadata partition dropped, say)
+            table.config = read_table_config(table.storage, posixpath.join(table.base_path, METAFOLDER))
         faults.at("read.after_timeline")
         try:
             result = plan_with(tl)
         except (StorageError, TableChangedError):  # a file gone, or a split scan's halves differ: a change?
             after = tl.reload()
-            if after.all_instant_files == tl.all_instant_files:
+            if not _changed(tl, after):
                 raise
             tl = after
             continue
         after = tl.reload()
-        if after.all_instant_files == tl.all_instant_files:
+        if not _changed(tl, after):
             return result
         tl = after
     raise TableChangedError(
@@ -142,23 +142,24 @@ def planned(table: TableLike, plan_with: Callable[[ActiveTimeline], T]) -> T:
         "again")
 
 
-def _check_not_restoring(table: TableLike, tl: ActiveTimeline) -> None:
-    """Refuse a read while a restore, or a rollback of a commit completed before it was planned, is pending (a
-    Java writer's; pyhudi rolls back failed writes only)."""
+def _changed(before: ActiveTimeline, after: ActiveTimeline) -> bool:
+    """Whether ``after`` differs from ``before`` in what a plan reads: an instant completed or a file went (a
+    rollback, an archival), or a clean, rollback or restore appeared or moved on (it may be deleting files)."""
+    from pyhudi.table.timeline import CLEAN, RESTORE, ROLLBACK
+
+    old, new = set(before.all_instant_files), set(after.all_instant_files)
+    if old - new:
+        return True
+    return any(i.is_completed or i.action in (CLEAN, ROLLBACK, RESTORE) for i in new - old)
+
+
+def rollback_pending(tl: ActiveTimeline) -> bool:
+    """Whether a rollback or restore is pending: one of a completed commit (a Java writer's) deletes that commit's
+    files after reverting it to inflight, while the record index may still locate keys where it wrote them, so
+    reads then find keys without the record index."""
     from pyhudi.table.timeline import RESTORE, ROLLBACK
 
-    for inst in tl.pending().by_action(ROLLBACK, RESTORE):
-        if inst.action == RESTORE:
-            raise TableChangedError(
-                f"{table.base_path}: the restore {inst.requested_time} is in progress: a read now would see part of "
-                "it; run the read once it completed")
-        target = tl.read_plan(ROLLBACK, inst.requested_time).get("instantToRollback") or {}
-        done = tl.get(str(target.get("commitTime") or ""))
-        if done is not None and done.is_completed and (done.completion_time or "") <= inst.requested_time:
-            raise TableChangedError(
-                f"{table.base_path}: the rollback {inst.requested_time} of the completed {done.action} "
-                f"{done.requested_time} is in progress: a read now would see part of that commit's files; run the "
-                "read once the rollback completed")
+    return bool(tl.pending().by_action(ROLLBACK, RESTORE))
 
 
 def as_of_instant(base_path: str, as_of: str | None) -> str | None:
@@ -441,7 +442,7 @@ def for_keys(table: TableLike, keys: Sequence[str], *, timeline: ActiveTimeline 
     wanted = tuple(dict.fromkeys(keys))
     from pyhudi.metadata.record_index import record_index_lookup
 
-    lk = record_index_lookup(table.storage, table.base_path, tl, table.config)
+    lk = None if rollback_pending(tl) else record_index_lookup(table.storage, table.base_path, tl, table.config)
     slices = plan.slices
     if lk is not None:
         found = lk.lookup(pa.array(list(wanted), pa.string()))

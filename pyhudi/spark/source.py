@@ -147,7 +147,7 @@ def _plan_query(table: TableFiles, tl: ActiveTimeline, qt: str, options: Mapping
         # may see a record's older copy elsewhere)
         use_ri = as_of is None and bound is None and (not ro or table.config.is_cow)
     skipping = C.bool_option(options, C.READ_DATA_SKIPPING)
-    use_ri = use_ri and skipping
+    use_ri = use_ri and skipping and not read_plan.rollback_pending(tl)
     plan, report = prune(table, plan, preds, timeline=tl, use_record_index=use_ri, column_stats=skipping)
     if not skipping:
         plan = ScanPlan(replace(plan.read, predicates=()), plan.slices)

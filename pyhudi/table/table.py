@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import posixpath
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -50,6 +51,8 @@ from pyhudi.write.producer import WriteResult
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+
+log = logging.getLogger(__name__)
 
 
 class Table:
@@ -289,7 +292,11 @@ class Table:
                 with contextlib.suppress(Exception):  # never in place of the write's own error
                     self.refresh()
             raise
-        self.refresh()
+        try:
+            self.refresh()
+        except Exception:  # the write committed: its result stands (Table.refresh() reads the properties again)
+            log.warning("%s: the write committed; reading the table's properties again failed", self.base_path,
+                        exc_info=True)
         return result
 
     # -- table services -----------------------------------------------------------------------------

@@ -261,13 +261,15 @@ class FileSystemBasedLockProvider(LockProvider):
     def unlock(self) -> None:
         """Delete the lock file if it is still this writer's (another may have taken it over as expired)."""
         self._stop_refresh()
-        mine, self._mine = self._mine, None
+        mine = self._mine
         try:
             now = self.storage.read_bytes(self.path)
         except StorageError:
+            self._mine = None
             return
         if mine is not None and now == mine:
-            self.storage.delete(self.path, missing_ok=True)
+            self.storage.delete(self.path, missing_ok=True)  # on failure still this writer's: unlock may retry
+        self._mine = None
 
 
 class NoLock(LockProvider):

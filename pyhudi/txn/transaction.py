@@ -387,7 +387,11 @@ class WriteTransaction:
                     with job.timed("commit"):
                         self.commit(producer, result.stats)
                 finally:
-                    producer.unpersist()
+                    try:
+                        producer.unpersist()
+                    except Exception:  # cached data only: never in place of the write's outcome
+                        log.warning("%s: write %s: freeing its cached DataFrames failed", self.base_path,
+                                    self.instant, exc_info=True)
                 self.post_commit(wc, job)
         except _BatchAlreadyCommitted as e:
             self.abort(e)
@@ -530,8 +534,13 @@ class WriteTransaction:
             if self.completed is None:
                 raise
             # the instant completed: a lock that could not be released is not a failed write
-            log.warning("%s: write %s committed, then releasing the table lock failed (%s: %s); other writers wait "
-                        "for it to expire", self.base_path, self.instant, type(e).__name__, e)
+            try:
+                self.lock.unlock()
+            except Exception:
+                log.warning("%s: write %s committed, then releasing the table lock failed (%s: %s): %s stays, and "
+                            "other writers wait for it until this process ends (or, with "
+                            "hoodie.write.lock.filesystem.expire set, it expires)", self.base_path, self.instant,
+                            type(e).__name__, e, self.lock.holder())
         self._tidy_after_commit()
         faults.at("after_data_commit", self.fault_spec)
         assert self.completed is not None
@@ -595,7 +604,17 @@ class WriteTransaction:
             # after every Spark job of the write (the record-index update may recompute write tasks)
             markers.reconcile_against_markers(self.storage, self.base_path, self.instant, metadata)
             faults.at("before_data_commit", self.fault_spec)
-            self.completed = now.complete(self.pending, metadata, self.gen.next(floor=now.latest_time()))
+            try:
+                self.completed = now.complete(self.pending, metadata, self.gen.next(floor=now.latest_time()))
+            except Exception:
+                # the completed file may have been written all the same (an object store's reply lost): then
+                # the write committed, and saying otherwise would have its caller write its records again
+                self.completed = next((i for i in now.reload().completed() if i.requested_time == self.instant),
+                                      None)
+                if self.completed is None:
+                    raise
+                log.warning("%s: completing write %s reported an error, but its completed instant is on the "
+                            "timeline: the write committed", self.base_path, self.instant, exc_info=True)
 
     def _check_not_turned_schema_on_read(self, now: ActiveTimeline) -> None:
         """Under the lock, before the write completes: a table that became schema-on-read while it ran (Hudi's

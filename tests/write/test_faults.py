@@ -9,6 +9,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,6 +17,7 @@ from pyhudi.metadata.validate import validate_table
 from pyhudi.services.rollback import read_rollback_metadata
 from pyhudi.table import markers
 from pyhudi.table.table import Table
+from pyhudi.table.timeline import ActiveTimeline, Instant
 from pyhudi.write.producer import FAULT_OPTION
 from tests.support.robust import (
     CLI_KEYS,
@@ -274,7 +276,8 @@ def test_a_committed_write_whose_tidying_up_fails_reports_success(spark, tmp_pat
                                                                   caplog: pytest.LogCaptureFixture) -> None:
     """Once the instant completed, deleting its markers and heartbeat (or releasing the lock) is housekeeping: a
     storage error there (a full disk) is a warning, not an error that would make the caller write the records
-    again. The next write deletes the leftover markers."""
+    again; so is an error from the completion itself when the completed instant is on the timeline (an object
+    store's reply lost). The next write deletes the leftover markers."""
     from pyhudi.txn import heartbeat as hb_mod
     from pyhudi.txn import transaction as tx_mod
 
@@ -289,9 +292,18 @@ def test_a_committed_write_whose_tidying_up_fails_reports_success(spark, tmp_pat
         full_disk()
 
     batch = rows(range(12, 18), ts=3, v=0.25)
+    complete = ActiveTimeline.complete
+
+    def reply_lost(self: ActiveTimeline, *a: Any, **kw: Any) -> Instant:
+        done = complete(self, *a, **kw)
+        if done.action in ("commit", "deltacommit") and "metadata" not in self.timeline_dir:
+            raise OSError(104, "Connection reset by peer")  # the completed file is there, its reply lost
+        return done
+
     with monkeypatch.context() as m:
         m.setattr(tx_mod.markers, "delete_markers", full_disk)
         m.setattr(hb_mod.Heartbeat, "stop", heartbeat_file_stays)
+        m.setattr(ActiveTimeline, "complete", reply_lost)
         with caplog.at_level("WARNING", logger="pyhudi.txn.transaction"):
             t.write(spark.createDataFrame(to_arrow(batch)), "upsert", OPTS)
     apply(model, "upsert", batch)
@@ -299,6 +311,7 @@ def test_a_committed_write_whose_tidying_up_fails_reports_success(spark, tmp_pat
     assert done is not None and not _pending_instants(base)
     assert f"write {done.requested_time} committed; deleting its markers failed" in caplog.text
     assert f"write {done.requested_time} committed; deleting its heartbeat failed" in caplog.text
+    assert f"completing write {done.requested_time} reported an error" in caplog.text
     assert markers.markers_exist(LOCAL, base, done.requested_time)
     assert table_rows(hudi_rs_read(base)) == expected(model) == table_rows(Table.open(base).to_arrow())
     more = rows(range(18, 20), ts=4)
