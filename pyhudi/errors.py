@@ -99,8 +99,7 @@ class UnsafePathError(StorageError):
 
 class TableChangedError(PyHudiError):
     """A read could not be planned on one state of the table: its timeline changed (a commit, clean, compaction or
-    archival completed) each time the read was planned, or a rollback of a completed commit or a restore is in
-    progress. Nothing was read; run the read again."""
+    archival completed) each time the read was planned. Nothing was read; run the read again."""
 
 
 class UnsupportedTableError(PyHudiError):
