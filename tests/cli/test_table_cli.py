@@ -21,7 +21,9 @@ from pyhudi.faults import RELEASE_ENV
 from pyhudi.table.table import Table
 from tests.support.robust import (
     CLI_KEYS,
+    OPTS,
     PYHUDI,
+    SCHEMA,
     apply,
     cli_env,
     expected,
@@ -173,17 +175,15 @@ def test_timeline_text_and_json(tables: dict[str, Any]) -> None:
     assert "no Hudi table" in r.stderr
 
 
-def test_index_build_async_while_a_write_runs(tmp_path: Path) -> None:
+def test_index_build_async_while_a_write_runs(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """``pyhudi index build --async`` on a table without a record index while a ``pyhudi write`` upsert runs in
     another process; afterwards ``index stats``, ``lookup`` and ``validate`` agree with the data."""
     base = str(tmp_path / "t")
     first = rows(range(40))
-    pq.write_table(to_arrow(first), tmp_path / "first.parquet")
     up = rows(range(30, 60), ts=2, v=0.5)
     pq.write_table(to_arrow(up), tmp_path / "up.parquet")
-    made = run_cli("write", base, "--input", str(tmp_path / "first.parquet"), "--operation", "insert", *CLI_KEYS,
-                   "--option", "hoodie.metadata.record.index.enable=false", "--json")
-    assert made.returncode == 0, made.stderr[-3000:]
+    no_index = {**OPTS, "hoodie.metadata.record.index.enable": "false"}  # the table as this process makes it
+    Table.create(base, SCHEMA, no_index).write(spark.createDataFrame(to_arrow(first)), "insert", no_index)
     assert "record_index" not in (Path(base) / ".hoodie" / "hoodie.properties").read_text()
     # the write stops before its commit (its instant inflight) until the index build is under way: they overlap
     release = tmp_path / "release"
