@@ -33,6 +33,7 @@ evolution, its columns matched to the query's by InternalSchema field id rather 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -251,6 +252,23 @@ def writer_schema(table: pa.Schema, incoming: pa.Schema, *, reconcile: bool, whe
     tf = [f for f in table if f.name not in INPUT_META_COLUMNS]
     inf = [f for f in incoming if f.name not in INPUT_META_COLUMNS]
     return pa.schema(_Evolver(reconcile, where).fields(tf, inf, ""))
+
+
+def check_key_types(table: pa.Schema, incoming: pa.Schema, fields: Sequence[str], where: str) -> None:
+    """InvalidInputError naming a record key or partition column (``fields``) whose type in the input is not the
+    table's, unless the two write the same text (Avro int and long): a key is the text of its values, and a
+    double's ``1.0`` is not an int's ``1`` (nor a float's 0.1 a double's), so the write would not find the records
+    it updates or deletes and would store their keys twice, or move them to other partition paths."""
+    for name in dict.fromkeys(fields):
+        if name not in table.names or name not in incoming.names:
+            continue
+        t, i = table.field(name).type, incoming.field(name).type
+        if same_type(t, i) or {avro_primitive(t), avro_primitive(i)} <= {"int", "long"}:
+            continue
+        raise InvalidInputError(
+            f"{where}: column {name!r} is a record key or partition field, {i} in the input but {t} in the table: "
+            f"its values would make other keys or partition paths (the text of 1.0 is not that of 1), so the write "
+            f"would not find the records it updates or deletes; cast it to {t}; nothing was written")
 
 
 def evolved_columns(old: pa.Schema, new: pa.Schema) -> dict[str, str]:

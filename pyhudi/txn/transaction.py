@@ -85,7 +85,7 @@ from pyhudi.table.capabilities import (
     mor_refusal,
 )
 from pyhudi.table.commit_metadata import STREAMING_CHECKPOINT_KEY, streaming_checkpoint
-from pyhudi.table.evolution import writer_schema
+from pyhudi.table.evolution import check_key_types, writer_schema
 from pyhudi.table.lsm_timeline import ArchivedTimeline, FullTimeline, LsmHistory
 from pyhudi.table.properties import (
     METAFOLDER,
@@ -360,6 +360,8 @@ class WriteTransaction:
             else:
                 base_schema = avro_to_arrow(cfg.create_schema) if cfg.create_schema else incoming
             data_schema = base_schema
+            check_key_types(base_schema, incoming, [*cfg.record_key_fields, *cfg.partition_fields],
+                            f"write to {self.base_path}")
             if wc.operation != "delete":
                 # the writer schema: new columns, promotions, reconciliation (pyhudi.table.evolution); bad input
                 # is refused here, before anything is written

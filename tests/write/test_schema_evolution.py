@@ -428,3 +428,33 @@ def test_a_column_added_while_a_later_instant_completes_is_retried(spark, tmp_pa
     want = {"k1": (2, "A"), "k2": (1, None), "k3": (2, None), "k4": (1, None)}
     for r in (t.to_arrow(), hudi_rs(base)):
         assert {x["id"]: (x["ts"], x["d"]) for x in r.select(["id", "ts", "d"]).to_pylist()} == want
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_a_key_or_partition_column_of_another_type_is_refused(spark, tmp_path: Path, table_type: str) -> None:  # type: ignore[no-untyped-def]
+    """A record key is the text of its values: a key column given as double (``1.0``) where the table holds ints
+    (``1``) would make an upsert store the key twice and a delete find nothing, silently; a partition column so
+    changed would move records to other paths. Such writes, deletes too, are refused before anything is written;
+    int -> long writes the same text and is taken (the record is updated in place)."""
+    s = pa.schema([("id", pa.int32()), ("p", pa.int32()), ("ts", pa.int64()), ("v", pa.string())])
+    opts = {"hoodie.table.name": "keys", "hoodie.datasource.write.recordkey.field": "id",
+            "hoodie.datasource.write.partitionpath.field": "p", "hoodie.table.ordering.fields": "ts",
+            "hoodie.table.type": table_type}
+    base = str(tmp_path / "t")
+    Table.create(base, s, opts).write(spark.createDataFrame(pa.Table.from_pylist(
+        [{"id": i, "p": i % 2, "ts": 1, "v": f"v{i}"} for i in (1, 2, 3)], s)), "insert", opts)
+    before = tree(base)
+
+    def batch(column: str, t: pa.DataType) -> Any:
+        schema = s.set(s.get_field_index(column), pa.field(column, t))
+        return spark.createDataFrame(pa.Table.from_pylist([{"id": 1, "p": 1, "ts": 2, "v": "new"}], schema))
+
+    for column in ("id", "p"):
+        for op in ("upsert", "delete"):
+            with pytest.raises(InvalidInputError, match=rf"column '{column}' is a record key or partition field, "
+                                                        r"double in the input but int32 in the table"):
+                Table.open(base).write(batch(column, pa.float64()), op, opts)
+            assert tree(base) == before
+    Table.open(base).write(batch("id", pa.int64()), "upsert", opts)
+    got = {r["_hoodie_record_key"]: r["v"] for r in hudi_rs(base).to_pylist()}
+    assert got == {"1": "new", "2": "v2", "3": "v3"}
