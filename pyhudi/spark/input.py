@@ -21,7 +21,8 @@ pyarrow converts them: in a string column an empty field is the empty string, ne
 pyarrow's null spellings (an empty field, ``NA``, ``NULL``, ``null``, ``NaN``, ``N/A``, ...) are null, and a
 value that does not convert to the column's type is an error naming the file. JSON is newline-delimited, one
 object per line, columns in the order of their first appearance; a field that the first file's first block
-lacks is an error naming it (never dropped). Parquet files are read with the schema of all their footers (a
+lacks is an error naming it (never dropped). A column inferred as double from integers a double cannot hold
+exactly (past 2**53 in magnitude: ids beyond the int64 range) is an error naming it, not values rounded. Parquet files are read with the schema of all their footers (a
 column of later files only reaches the write, which names it); a timestamp without a time zone
 becomes a Spark ``timestamp`` (in the session time zone), as ``spark.createDataFrame`` made it.
 """
@@ -360,7 +361,48 @@ def _infer(lister: _Lister, found: InputFiles) -> pa.Schema:
     except Exception as e:
         raise InvalidInputError(f"cannot read input file {first} as {found.format}: {_first_line(e)}") from None
     _check_column_names(table.schema, first)
+    _check_exact_numbers(table.schema, sample, found.format, first)
     return table.schema
+
+
+#: integers beyond this magnitude are not all exact as doubles
+_EXACT_DOUBLE_INT = 2**53
+_INTEGER_TEXT = re.compile(r"^\s*[+-]?\d+\s*$")
+
+
+def _check_exact_numbers(schema: pa.Schema, sample: bytes, fmt: str, path: str) -> None:
+    """InvalidInputError naming a column pyarrow inferred as double from integers it cannot hold exactly (beyond
+    2**53 in magnitude, e.g. ids past the int64 range): read as doubles they would change, and distinct ids would
+    become one key, silently."""
+    doubles = [f.name for f in schema if pa.types.is_floating(f.type)]
+    if not doubles:
+        return
+    values: dict[str, list[Any]] = {}
+    if fmt == "csv":
+        text = pcsv.read_csv(io.BytesIO(sample), convert_options=pcsv.ConvertOptions(
+            column_types={c: pa.string() for c in doubles}))
+        for c in doubles:
+            values[c] = [int(v) for v in text.column(c).to_pylist() if v is not None and _INTEGER_TEXT.match(v)]
+    else:
+        import json
+
+        for line in sample.splitlines():
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(rec, dict):
+                for c in doubles:
+                    v = rec.get(c)
+                    if isinstance(v, int) and not isinstance(v, bool):
+                        values.setdefault(c, []).append(v)
+    for c in doubles:
+        big = next((v for v in values.get(c, ()) if abs(v) > _EXACT_DOUBLE_INT), None)
+        if big is not None:
+            raise InvalidInputError(
+                f"input file {path}: column {c!r} holds integers such as {big} that are read as doubles (its type "
+                f"as inferred from the first MiB), which cannot hold them exactly: their values would change "
+                f"(distinct ids becoming one); give the input as parquet with a decimal or string column")
 
 
 def _check_column_names(schema: pa.Schema, path: str) -> None:
