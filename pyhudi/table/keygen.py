@@ -21,7 +21,9 @@ Value-to-string conversion (the Avro value's ``toString``): strings as is; integ
 writes ``timestamp-micros``; Hudi converts only when ``hoodie.datasource.write.keygenerator.consistent.logical
 .timestamp.enabled`` is set, which is not supported here); decimals ``BigDecimal.toString`` (plain notation,
 scale kept; ``E`` notation when the adjusted exponent is below -6); floats/doubles Java ``Float/Double.toString``
-(``1.0``, ``1.0E7``, ``1.0E-4``, ``NaN``, ``Infinity``).
+(``1.0``, ``1.0E7``, ``1.0E-4``, ``NaN``, ``Infinity``) as Java 19 and later print them (the shortest digits that
+read back as the value); Java 17 and earlier print about 1% of doubles and 10% of floats with other digits
+(``1e23`` as ``9.999999999999999E22``), so a Hudi writer on those would make other keys for them.
 """
 
 from __future__ import annotations
