@@ -268,6 +268,44 @@ def _cleaned_before(table: TableLike, tl: ActiveTimeline,
     return last, retained
 
 
+def check_versions_kept(table: TableLike, tl: ActiveTimeline, as_of: str, slices: Sequence[FileSlice]) -> None:
+    """Refuse a time travel to ``as_of`` that needs a file version a clean keeping the latest versions of each
+    file group (``KEEP_LATEST_FILE_VERSIONS``, a Java writer's) deleted. Such a clean records no commit to retain
+    for :func:`check_retained` to compare with, and the listing no longer holds the version: the file group would
+    be left out of the read, or read at an older version, silently. A deleted file of a commit at or before
+    ``as_of`` was needed unless the read's slice of its file group is newer, or the group was replaced by then.
+    The cleans of the active timeline are read (an archived one is not)."""
+    from pyhudi.table.filenames import parse_data_file_name
+    from pyhudi.table.fsview import replaced_file_groups
+    from pyhudi.table.timeline import CLEAN
+
+    cleans = list(tl.completed().by_action(CLEAN))
+    if not cleans:
+        return
+    kept = {(s.partition, s.file_id): s.base_instant for s in slices}
+    replaced: dict[str, frozenset[str]] | None = None
+    for clean_instant in cleans:
+        md = tl.read_completed(clean_instant, CLEAN)
+        for part, pm in (md.get("partitionMetadata") or {}).items():
+            if not isinstance(pm, dict) or str(pm.get("policy") or "") != "KEEP_LATEST_FILE_VERSIONS":
+                continue
+            for path in pm.get("successDeleteFiles") or ():
+                f = parse_data_file_name(posixpath.basename(str(path)))
+                if f is None or f.instant > as_of:
+                    continue
+                newer = kept.get((part, f.file_id))
+                if newer is not None and newer > f.instant:
+                    continue
+                if replaced is None:
+                    replaced = replaced_file_groups(tl, as_of)
+                if f.file_id in replaced.get(part, frozenset()):
+                    continue
+                raise InvalidInputError(
+                    f"{table.base_path}: cannot read as of {as_of}: the clean {clean_instant.requested_time} "
+                    f"(KEEP_LATEST_FILE_VERSIONS) deleted {posixpath.join(part, posixpath.basename(str(path)))}, "
+                    f"a file version the table had then; read as of {clean_instant.requested_time} or later")
+
+
 def incremental_checked(table: TableLike, start: str, end: str | None,
                         timeline: ActiveTimeline | None = None) -> ScanPlan:
     """:func:`incremental` over the full history, between ``start`` and ``end`` as :func:`incremental_bound`
@@ -387,6 +425,8 @@ def snapshot(
         slices = v.latest_file_slices(as_of=as_of)
     else:
         slices = v.at(as_of, completed_by=completed_by).latest_file_slices()
+    if as_of is not None:
+        check_versions_kept(table, tl, as_of, slices)
     if read_optimized:
         slices = [s for s in slices if s.base_file is not None]
     instants = CommittedInstants.of(tl.commits(), as_of=as_of, completed_by=completed_by)

@@ -236,3 +236,33 @@ def test_reads_racing_commits_that_compact_the_metadata_table(spark: Any, tmp_pa
     got = plan.to_arrow()
     assert keys_of(got.filter(pc.is_in(got["id"], pa.array(["k000", "k001"])))) == {"k001": 401}
     assert keys_of(Table.open(base).read_keys(["k000", "k001"])) == {"k001": 401}
+
+
+def test_a_time_travel_to_versions_a_file_versions_clean_deleted_is_refused(tmp_path: Path) -> None:
+    """A Java writer's clean keeping the latest version of each file group (KEEP_LATEST_FILE_VERSIONS) records no
+    commit to retain: a time travel to before it would list b's file group without the version it needs and leave
+    it out, silently. Refused, naming the clean and the file; a time travel it did not bite is read."""
+    from pyhudi.services.clean import _run
+
+    base = make_table(tmp_path / "t")
+    clock = Clock()
+    two_groups(base, clock)
+    tl = ActiveTimeline.load(LOCAL, base)
+    c0 = tl.completed_commits().last()
+    assert c0 is not None
+    commit(base, clock, {B: [("fb", [("k2", 20), ("k3", 3)])]})
+    c2 = commit(base, clock, {A: [("fa2", [("k5", 5)])]})
+    tl = tl.reload()
+    old_b = next(p.name for p in (Path(base) / B).glob(f"fb_*_{c0.requested_time}.parquet"))
+    plan = {"earliestInstantToRetain": None, "lastCompletedCommitTimestamp": c2, "policy": "KEEP_LATEST_FILE_VERSIONS",
+            "filesToBeDeletedPerPartition": {}, "version": 2, "partitionsToBeDeleted": [], "extraMetadata": {},
+            "filePathsToBeDeletedPerPartition": {B: [{"filePath": str(Path(base) / B / old_b),
+                                                      "isBootstrapBaseFile": False}]}}
+    req = tl.create_requested("clean", clock(), plan)
+    _run(LOCAL, base, tl, req, plan, clock)
+    t = Table.open(base)
+    with pytest.raises(InvalidInputError, match=rf"cannot read as of {c0.requested_time}: the clean "
+                                                rf"{req.requested_time} \(KEEP_LATEST_FILE_VERSIONS\) deleted "
+                                                rf"{B}/{old_b}"):
+        t.to_arrow(as_of=c0.requested_time)
+    assert keys_of(t.to_arrow(as_of=c2)) == {"k0": 0, "k1": 1, "k2": 20, "k3": 3, "k5": 5}
