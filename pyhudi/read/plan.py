@@ -41,7 +41,7 @@ from pyhudi.table.commit_metadata import touched_file_groups
 from pyhudi.table.internal_schema import with_archived
 from pyhudi.table.properties import METAFOLDER, read_table_config
 from pyhudi.table.schema import resolve_schema, table_schema, with_meta
-from pyhudi.table.timeline import ActiveTimeline, Instant
+from pyhudi.table.timeline import CLEAN, RESTORE, ROLLBACK, ActiveTimeline, Instant
 
 if TYPE_CHECKING:
     from pyhudi.io.storage import Storage
@@ -124,16 +124,15 @@ def planned(table: TableLike, plan_with: Callable[[ActiveTimeline], T]) -> T:
         if attempt:  # the table's properties may have changed too (a metadata partition dropped, say)
             table.config = read_table_config(table.storage, posixpath.join(table.base_path, METAFOLDER))
         faults.at("read.after_timeline")
+        failure: PyHudiError | None = None
         try:
             result = plan_with(tl)
-        except (StorageError, TableChangedError):  # a file gone, or a split scan's halves differ: a change?
-            after = tl.reload()
-            if not _changed(tl, after):
-                raise
-            tl = after
-            continue
+        except (StorageError, TableChangedError) as e:  # a file gone, or a split scan's halves differ: a change?
+            failure = e
         after = tl.reload()
         if not _changed(tl, after):
+            if failure is not None:
+                raise failure
             return result
         tl = after
     raise TableChangedError(
@@ -145,8 +144,6 @@ def planned(table: TableLike, plan_with: Callable[[ActiveTimeline], T]) -> T:
 def _changed(before: ActiveTimeline, after: ActiveTimeline) -> bool:
     """Whether ``after`` differs from ``before`` in what a plan reads: an instant completed or a file went (a
     rollback, an archival), or a clean, rollback or restore appeared or moved on (it may be deleting files)."""
-    from pyhudi.table.timeline import CLEAN, RESTORE, ROLLBACK
-
     old, new = set(before.all_instant_files), set(after.all_instant_files)
     if old - new:
         return True
@@ -157,8 +154,6 @@ def rollback_pending(tl: ActiveTimeline) -> bool:
     """Whether a rollback or restore is pending: one of a completed commit (a Java writer's) deletes that commit's
     files after reverting it to inflight, while the record index may still locate keys where it wrote them, so
     reads then find keys without the record index."""
-    from pyhudi.table.timeline import RESTORE, ROLLBACK
-
     return bool(tl.pending().by_action(ROLLBACK, RESTORE))
 
 
@@ -250,8 +245,6 @@ def _cleaned_before(table: TableLike, tl: ActiveTimeline,
     requested before that one replaced. A pending clean counts once it is newer than the latest completed one: it
     may be deleting those versions now (its plan names the commit it keeps). (None, "") when the table was never
     cleaned. ``full``: the history, when the caller has it."""
-    from pyhudi.table.timeline import CLEAN
-
     source: ActiveTimeline | FullTimeline = tl
     last = tl.completed().by_action(CLEAN).last()
     if last is None:  # the latest clean may have been archived
@@ -277,7 +270,6 @@ def check_versions_kept(table: TableLike, tl: ActiveTimeline, as_of: str, slices
     The cleans of the active timeline are read (an archived one is not)."""
     from pyhudi.table.filenames import parse_data_file_name
     from pyhudi.table.fsview import replaced_file_groups
-    from pyhudi.table.timeline import CLEAN
 
     cleans = list(tl.completed().by_action(CLEAN))
     if not cleans:
@@ -318,8 +310,12 @@ def incremental_checked(table: TableLike, start: str, end: str | None,
     start = incremental_bound(table.base_path, start, C.READ_BEGIN_INSTANT)
     end = None if end is None else incremental_bound(table.base_path, end, C.READ_END_INSTANT)
     if timeline is None:
-        return planned(table, lambda tl: incremental_checked(table, start, end, tl))
-    tl = timeline
+        return planned(table, lambda tl: _incremental_checked(table, start, end, tl))
+    return _incremental_checked(table, start, end, timeline)
+
+
+def _incremental_checked(table: TableLike, start: str, end: str | None, tl: ActiveTimeline) -> ScanPlan:
+    """:func:`incremental_checked` on the timeline ``tl``, its bounds read."""
     full = history(table, tl)
     done, touched = _commits_in_range(full, start, end)
     plan = _incremental_plan(table, tl, end, done, touched)

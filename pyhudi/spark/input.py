@@ -22,9 +22,10 @@ pyarrow's null spellings (an empty field, ``NA``, ``NULL``, ``null``, ``NaN``, `
 value that does not convert to the column's type is an error naming the file. JSON is newline-delimited, one
 object per line, columns in the order of their first appearance; a field that the first file's first block
 lacks is an error naming it (never dropped). A column inferred as double from integers a double cannot hold
-exactly (past 2**53 in magnitude: ids beyond the int64 range) is an error naming it, not values rounded. Parquet files are read with the schema of all their footers (a
-column of later files only reaches the write, which names it); a timestamp without a time zone
-becomes a Spark ``timestamp`` (in the session time zone), as ``spark.createDataFrame`` made it.
+exactly (past 2**53 in magnitude: ids beyond the int64 range) is an error naming it, not values rounded.
+Parquet files are read with the schema of all their footers (a column of later files only reaches the write,
+which names it); a timestamp without a time zone becomes a Spark ``timestamp`` (in the session time zone), as
+``spark.createDataFrame`` made it.
 """
 
 from __future__ import annotations
@@ -377,32 +378,34 @@ def _check_exact_numbers(schema: pa.Schema, sample: bytes, fmt: str, path: str) 
     doubles = [f.name for f in schema if pa.types.is_floating(f.type)]
     if not doubles:
         return
-    values: dict[str, list[Any]] = {}
+    integers: Iterator[tuple[str, int]]
     if fmt == "csv":
         text = pcsv.read_csv(io.BytesIO(sample), convert_options=pcsv.ConvertOptions(
             column_types={c: pa.string() for c in doubles}))
-        for c in doubles:
-            values[c] = [int(v) for v in text.column(c).to_pylist() if v is not None and _INTEGER_TEXT.match(v)]
+        integers = ((c, int(v)) for c in doubles for v in text.column(c).to_pylist()
+                    if v is not None and _INTEGER_TEXT.match(v))
     else:
-        import json
+        integers = ((c, v) for rec in _json_records(sample) for c in doubles
+                    if isinstance(v := rec.get(c), int) and not isinstance(v, bool))
+    big = next(((c, v) for c, v in integers if abs(v) > _EXACT_DOUBLE_INT), None)
+    if big is not None:
+        raise InvalidInputError(
+            f"input file {path}: column {big[0]!r} holds integers such as {big[1]} that are read as doubles (its "
+            f"type as inferred from the first MiB), which cannot hold them exactly: their values would change "
+            f"(distinct ids becoming one); give the input as parquet with a decimal or string column")
 
-        for line in sample.splitlines():
-            try:
-                rec = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(rec, dict):
-                for c in doubles:
-                    v = rec.get(c)
-                    if isinstance(v, int) and not isinstance(v, bool):
-                        values.setdefault(c, []).append(v)
-    for c in doubles:
-        big = next((v for v in values.get(c, ()) if abs(v) > _EXACT_DOUBLE_INT), None)
-        if big is not None:
-            raise InvalidInputError(
-                f"input file {path}: column {c!r} holds integers such as {big} that are read as doubles (its type "
-                f"as inferred from the first MiB), which cannot hold them exactly: their values would change "
-                f"(distinct ids becoming one); give the input as parquet with a decimal or string column")
+
+def _json_records(sample: bytes) -> Iterator[dict[str, Any]]:
+    """The JSON objects of the lines of ``sample`` (a line that is not one is skipped: pyarrow read it)."""
+    import json
+
+    for line in sample.splitlines():
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(rec, dict):
+            yield rec
 
 
 def _check_column_names(schema: pa.Schema, path: str) -> None:
