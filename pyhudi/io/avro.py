@@ -44,6 +44,7 @@ SCHEMA_NAMES = (
     "HoodieIndexPlan",
     "HoodieIndexCommitMetadata",
     "HoodieLSMTimelineInstant",
+    "HoodieSavepointMetadata",
 )
 
 

@@ -456,7 +456,7 @@ class MetadataWriter:
             data_timeline = ActiveTimeline.load(self.storage, self.base_path, self.data_config)
         reader = self.reader(data_timeline)
         view = table_view(self.storage, self.base_path, self.data_config, data_timeline, reader=reader)
-        completed = {i.requested_time: i.completion_time or i.requested_time for i in data_timeline.completed()}
+        completed = {i.requested_time: i.completion_time or i.requested_time for i in data_timeline.completed_commits()}
         slices: dict[str, dict[str, list[str]]] = {}  # partition -> file id -> file names
         for part in added:
             slices[part] = {fs.file_id: [posixpath.basename(r) for r in fs.relative_paths]

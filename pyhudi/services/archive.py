@@ -70,7 +70,7 @@ from pyhudi import faults
 from pyhudi.errors import ConfigError, PyHudiError
 from pyhudi.io.storage import Storage
 from pyhudi.metadata.partitions import FILES, metadata_base_path
-from pyhudi.services.clean import earliest_commit_to_retain
+from pyhudi.services.clean import SAVEPOINTED_TIMESTAMPS, earliest_commit_to_retain
 from pyhudi.table.base_file import ParquetOptions
 from pyhudi.table.lsm_timeline import (
     LsmEntry,
@@ -109,7 +109,6 @@ DATA = "data"
 METADATA = "metadata"
 MANIFESTS_RETAINED = 3  # LSMTimelineWriter#clean keeps the 3 newest snapshots (+1 per compaction just done)
 COMPACTION_MAX_BYTES = 1000 * 1024 * 1024  # a layer compaction stops adding files past ~1000 MB
-SAVEPOINTED_TIMESTAMPS = "savepointed_timestamps"  # clean plan extraMetadata key (CleanerUtils)
 
 #: the pending actions that stop archival: Hudi's write timeline, and pyhudi's async record-index build
 _WRITE_ACTIONS = frozenset({COMMIT, DELTA_COMMIT, REPLACE_COMMIT, CLUSTERING, COMPACTION, LOG_COMPACTION, INDEXING})

@@ -13,6 +13,10 @@ Planning (apache/hudi ``CleanerUtils.getEarliestCommitToRetain``, ``CleanPlanner
   every other slice older than the earliest retained commit.
 - File groups replaced by a completed replacecommit (insert overwrite, clustering) older than the earliest
   retained commit lose all their files.
+- Savepoints: a file slice holding a file that a completed savepoint names (``HoodieSavepointMetadata``
+  ``partitionMetadata[p].savepointDataFile``, a base or log file name; a Java writer's savepoint) is never cleaned,
+  replaced or not: a restore to the savepoint reads it. The plan's ``extraMetadata`` records the savepoints it
+  honoured as ``savepointed_timestamps`` (comma-separated, partitioned tables only), which archival reads.
 - Only files of completed instants (or of instants older than the active timeline) are considered.
 - No plan, no instant, when there is nothing to delete.
 
@@ -51,6 +55,7 @@ from pyhudi.table.timeline import (
     CLEAN,
     CLUSTERING,
     REPLACE_COMMIT,
+    SAVEPOINT,
     ActiveTimeline,
     Instant,
     InstantTimeGenerator,
@@ -65,6 +70,8 @@ KEEP_LATEST_COMMITS = "KEEP_LATEST_COMMITS"
 DEFAULT_COMMITS_RETAINED = 10
 CLEAN_PLAN_VERSION = 2
 CLEAN_METADATA_VERSION = 2
+#: a clean plan's ``extraMetadata`` key: the savepoints it honoured, comma-separated (``CleanPlanner``)
+SAVEPOINTED_TIMESTAMPS = "savepointed_timestamps"
 
 
 # -- planning ---------------------------------------------------------------------------------------------------
@@ -99,6 +106,18 @@ def _all_replaced_file_ids(timeline: ActiveTimeline) -> dict[str, set[str]]:
     return _replaced_file_ids(timeline, "9" * 20)
 
 
+def savepointed_files(timeline: ActiveTimeline) -> tuple[list[str], frozenset[str]]:
+    """The completed savepoints' times and every file name they name (``CleanPlanner.getSavepointedDataFiles``)."""
+    times: list[str] = []
+    names: set[str] = set()
+    for inst in timeline.completed().by_action(SAVEPOINT):
+        meta = timeline.read_completed(inst, SAVEPOINT)
+        times.append(inst.requested_time)
+        for part in (meta.get("partitionMetadata") or {}).values():
+            names.update(part.get("savepointDataFile") or ())
+    return times, frozenset(names)
+
+
 def plan_clean(
     storage: Storage, base_path: str, timeline: ActiveTimeline, retained: int = DEFAULT_COMMITS_RETAINED
 ) -> dict[str, Any] | None:
@@ -110,6 +129,7 @@ def plan_clean(
     e = earliest.requested_time
     replaced_old = _replaced_file_ids(timeline, e)
     replaced_any = _all_replaced_file_ids(timeline)
+    savepoints, kept = savepointed_files(timeline)
     to_delete: dict[str, list[dict[str, Any]]] = {}
     files = StorageListing(storage, base_path).list_partition_files()
     # every file group, replaced ones included; a log file of an archived deltacommit is placed by its archived
@@ -124,14 +144,16 @@ def plan_clean(
         doomed: list[str] = []
         for fg in view.file_groups(partition):
             slices = list(reversed(fg.slices))  # latest first
+            # a slice holding a savepointed file stays whole
+            unsaved = [s for s in slices if not kept.intersection(map(posixpath.basename, s.relative_paths))]
             if fg.file_id in replaced_old.get(partition, set()):
-                doomed.extend(rel for s in slices for rel in s.relative_paths)
+                doomed.extend(rel for s in unsaved for rel in s.relative_paths)
                 continue
             if fg.file_id in replaced_any.get(partition, set()) or not slices:
                 continue
             last_version = slices[0].base_instant
             before = next((s.base_instant for s in slices if s.base_instant < e), None)
-            for s in slices:
+            for s in unsaved:
                 if s.base_instant in (last_version, before):
                     continue
                 if s.base_instant < e:
@@ -144,6 +166,8 @@ def plan_clean(
     if not to_delete:
         return None
     last = timeline.commits().completed().last()
+    if savepoints:  # recorded for partitioned tables only, as Hudi does
+        savepoints = savepoints if read_table_config(storage, posixpath.join(base_path, METAFOLDER)).partition_fields else []
     return {
         "earliestInstantToRetain": {"timestamp": e, "action": earliest.action, "state": "COMPLETED"},
         "lastCompletedCommitTimestamp": last.requested_time if last else "",
@@ -152,7 +176,8 @@ def plan_clean(
         "version": CLEAN_PLAN_VERSION,
         "filePathsToBeDeletedPerPartition": to_delete,
         "partitionsToBeDeleted": [],
-        "extraMetadata": {},
+        # as CleanPlanActionExecutor records them (partitioned tables only), for archival and later cleans
+        "extraMetadata": {SAVEPOINTED_TIMESTAMPS: ",".join(savepoints)} if savepoints else {},
     }
 
 

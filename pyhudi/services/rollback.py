@@ -52,6 +52,7 @@ from pyhudi.table.timeline import (
     DELTA_COMMIT,
     REPLACE_COMMIT,
     ROLLBACK,
+    SAVEPOINT,
     ActiveTimeline,
     Instant,
     InstantTimeGenerator,
@@ -152,9 +153,10 @@ def _local_path(base_path: str, partition: str, recorded: str) -> str:
 
 
 def _instant_files(timeline: ActiveTimeline, instant_time: str) -> list[Instant]:
-    """Every timeline file of ``instant_time`` now on storage, most advanced state first."""
+    """Every timeline file of ``instant_time`` now on storage, most advanced state first; not a savepoint's (which
+    has the time of the commit it saves)."""
     files = [Instant.parse(st.name) for st in timeline.storage.list(timeline.timeline_dir) if not st.is_dir]
-    mine = [i for i in files if i is not None and i.requested_time == instant_time]
+    mine = [i for i in files if i is not None and i.requested_time == instant_time and i.action != SAVEPOINT]
     return sorted(mine, key=lambda i: -int(i.state))
 
 

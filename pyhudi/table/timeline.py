@@ -67,6 +67,7 @@ _CONTENT_SCHEMA: dict[tuple[str, str], str] = {
     (ROLLBACK, "COMPLETED"): "HoodieRollbackMetadata",
     (INDEXING, "REQUESTED"): "HoodieIndexPlan",
     (INDEXING, "COMPLETED"): "HoodieIndexCommitMetadata",
+    (SAVEPOINT, "COMPLETED"): "HoodieSavepointMetadata",
 }
 
 
@@ -118,8 +119,9 @@ class Instant:
         return f"{t}_{self.completion_time}.{a}"
 
     @property
-    def sort_key(self) -> tuple[str, int]:
-        return (self.requested_time, int(self.state))
+    def sort_key(self) -> tuple[str, bool, int]:
+        # a savepoint (a Java writer's) has its commit's requested time: it sorts after the commit's files
+        return (self.requested_time, self.action == SAVEPOINT, int(self.state))
 
     def content_schema(self) -> str | None:
         return _CONTENT_SCHEMA.get((self.action, self.state.name))
@@ -221,7 +223,8 @@ def _zone_name(zone: tzinfo | None) -> str:
 
 # -- timelines ------------------------------------------------------------------------------------------------
 class Timeline:
-    """An immutable, ordered view of instants (one entry per requested time: its most advanced state)."""
+    """An immutable, ordered view of instants (one entry per requested time: its most advanced state; a savepoint
+    is a second one at the time of the commit it saves)."""
 
     def __init__(self, instants: Iterable[Instant]) -> None:
         self._instants: tuple[Instant, ...] = tuple(sorted(instants, key=lambda i: i.sort_key))
@@ -269,6 +272,8 @@ class Timeline:
         return self._instants[-1] if self._instants else None
 
     def get(self, requested_time: str) -> Instant | None:
+        """The instant requested at ``requested_time``; a savepoint only if no other instant has that time (a
+        savepoint's time is the time of the commit it saves)."""
         for i in self._instants:
             if i.requested_time == requested_time:
                 return i
@@ -302,11 +307,14 @@ class Timeline:
 
 
 def _latest_states(instants: Iterable[Instant]) -> list[Instant]:
-    best: dict[str, Instant] = {}
+    """Each instant in its most advanced state: the files of one requested time are one instant (a compaction
+    completes as a commit), except a savepoint's, which has the requested time of the commit it saves."""
+    best: dict[tuple[str, bool], Instant] = {}
     for i in instants:
-        cur = best.get(i.requested_time)
+        key = (i.requested_time, i.action == SAVEPOINT)
+        cur = best.get(key)
         if cur is None or i.state > cur.state:
-            best[i.requested_time] = i
+            best[key] = i
     return list(best.values())
 
 

@@ -266,3 +266,60 @@ def test_an_incremental_range_before_a_late_replace_the_clean_removed_is_refused
     # a range of commits the replace shares no file group with reads kept files; an empty range reads nothing
     assert keys(ends[later[1]], end) == ["k9"]
     assert keys(ends[later[0]], later[1]) == []
+
+
+def test_a_savepoints_files_are_never_cleaned(tmp_path: Path) -> None:
+    """A savepoint (a Java writer's, at the requested time of the commit it saves) keeps every file it names,
+    as Hudi's ``CleanPlanner`` does: the other old versions go; the plan records the savepoint; a restore to it
+    still finds its files. Then a replaced file group the savepoint names keeps its files too."""
+    from tests.support.fabricate import savepoint
+
+    base, clock, ts = _table_with_commits(tmp_path, 4)
+    named = savepoint(base, clock, ts[1])
+    assert named == {P: [f"aaaa-0_0-1-0_{ts[1]}.parquet"]}
+    ts += [commit(base, clock, {P: [("aaaa-0", [("k1", i), ("k2", i)])]}) for i in range(4, 14)]
+    done = clean(LOCAL, base, None, 10, clock)
+    assert done is not None
+    e = earliest_commit_to_retain(ActiveTimeline.load(LOCAL, base), 10)
+    assert e is not None
+    before = max(t for t in ts if t < e.requested_time)
+    assert _versions(base) == sorted({ts[1], before, *(t for t in ts if t >= e.requested_time)})
+    plan = read_clean_plan(ActiveTimeline.load(LOCAL, base), done.requested_time)
+    assert plan["extraMetadata"] == {"savepointed_timestamps": ts[1]}
+    assert read_clean_metadata(ActiveTimeline.load(LOCAL, base), done)["extraMetadata"] == plan["extraMetadata"]
+
+    commit(base, clock, {P: [("cccc-0", [("k1", 50)])]}, replaced={P: ["aaaa-0"]})
+    for i in range(11):
+        commit(base, clock, {P: [("cccc-0", [("k1", i)])]})
+    assert clean(LOCAL, base, None, 10, clock) is not None
+    assert _versions(base) == [ts[1]]  # the replaced file group's other versions went, the savepointed one stays
+
+
+def test_a_savepoint_without_its_file_list_stops_the_clean(tmp_path: Path) -> None:
+    """A completed savepoint whose file is empty names no files: cleaning would not know what it must keep, so
+    it fails, naming the file, and deletes nothing."""
+    from pyhudi.errors import CorruptFileError
+    from pyhudi.table.timeline import SAVEPOINT, Instant, State
+
+    base, clock, ts = _table_with_commits(tmp_path, 13)
+    tl = ActiveTimeline.load(LOCAL, base)
+    LOCAL.write_bytes(tl.path_of(Instant(ts[1], SAVEPOINT, State.COMPLETED, clock())), b"")
+    before = _versions(base)
+    with pytest.raises(CorruptFileError, match=rf"{ts[1]}_\d+\.savepoint"):
+        clean(LOCAL, base, None, 10, clock)
+    assert _versions(base) == before
+
+
+def test_a_savepointed_commit_stays_on_the_timeline_for_reads(tmp_path: Path) -> None:
+    """The savepoint's files sort after its commit's in some listings and before it in others: either way the
+    table reads the savepointed commit's rows (the savepoint used to stand in for the commit, whose rows then
+    went missing from every read)."""
+    from pyhudi.table.table import Table
+    from tests.support.fabricate import savepoint
+
+    base, clock, ts = _table_with_commits(tmp_path, 3)
+    savepoint(base, clock, ts[2])
+    t = Table.open(base).to_arrow()
+    assert sorted(t.column("v").to_pylist()) == [2, 2]
+    assert set(t.column("_hoodie_commit_time").to_pylist()) == {ts[2]}
+    assert Table.open(base).to_arrow(as_of=ts[2]).num_rows == 2

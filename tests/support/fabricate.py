@@ -158,3 +158,26 @@ def timeline_names(base: str) -> list[str]:
 
 def instant_of(base: str, t: str) -> Instant | None:
     return ActiveTimeline.load(LOCAL, base).get(t)
+
+
+def savepoint(base: str, clock: Clock, t: str) -> dict[str, list[str]]:
+    """Savepoint commit ``t`` as Apache Hudi's ``SavepointActionExecutor`` does: ``<t>.savepoint.inflight``, then
+    ``<t>_<c>.savepoint`` (the commit's own requested time) naming every file of the latest file slices as of
+    ``t``. Returns {partition: file names}."""
+    from pyhudi.io import avro
+    from pyhudi.table.fsview import FileSystemView, StorageListing
+    from pyhudi.table.timeline import SAVEPOINT, State
+
+    tl = ActiveTimeline.load(LOCAL, base)
+    files = StorageListing(LOCAL.rooted(base), base).list_partition_files()
+    view = FileSystemView.build(files, tl.commits().filter(lambda i: i.requested_time <= t))
+    named = {p: sorted(posixpath.basename(r) for fg in view.file_groups(p) if fg.slices
+                       for r in fg.slices[-1].relative_paths)
+             for p in view.partitions()}
+    meta = {"savepointedBy": "hudi", "savepointedAt": 1, "comments": "",
+            "partitionMetadata": {p: {"partitionPath": p, "savepointDataFile": n} for p, n in named.items()},
+            "version": 1}
+    LOCAL.write_bytes(tl.path_of(Instant(t, SAVEPOINT, State.INFLIGHT)), b"")
+    LOCAL.write_bytes(tl.path_of(Instant(t, SAVEPOINT, State.COMPLETED, clock())),
+                      avro.write_container(meta, "HoodieSavepointMetadata"))
+    return named

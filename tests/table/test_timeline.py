@@ -232,3 +232,23 @@ def test_instant_times_in_the_local_zone(east_of_utc: None) -> None:
     assert InstantTimeGenerator(None).next(floor=InstantTimeGenerator(UTC).next()) >= local
     with pytest.raises(PyHudiError, match="ahead of the clock"):
         InstantTimeGenerator(UTC, max_wait_ms=100).next(floor=InstantTimeGenerator(None).next())
+
+
+@pytest.mark.parametrize("order", [1, -1])
+def test_a_savepoint_at_its_commits_time_is_a_second_instant(tmp_path: Path, order: int) -> None:
+    """A savepoint has the requested time of the commit it saves (``<t>.savepoint.inflight``,
+    ``<t>_<c>.savepoint``): both are on the timeline, whatever order the storage lists them in; the commit is the
+    instant of that time, and the commits timeline holds it."""
+    t, done, later = "20260101000000000", "20260101000001000", "20260101000002000"
+    files = [
+        Instant(t, "commit", State.REQUESTED),
+        Instant(t, "commit", State.INFLIGHT),
+        Instant(t, "commit", State.COMPLETED, done),
+        Instant(t, "savepoint", State.INFLIGHT),
+        Instant(t, "savepoint", State.COMPLETED, later),
+    ][::order]
+    tl = ActiveTimeline(LOCAL, str(tmp_path), files)
+    assert [(i.action, i.state) for i in tl] == [("commit", State.COMPLETED), ("savepoint", State.COMPLETED)]
+    assert tl.get(t) == Instant(t, "commit", State.COMPLETED, done)
+    assert list(tl.completed_commits()) == [Instant(t, "commit", State.COMPLETED, done)]
+    assert [i.action for i in tl.all_instant_files] == ["commit"] * 3 + ["savepoint"] * 2
