@@ -67,6 +67,27 @@ class ConcurrentKeyConflict(ConcurrentWriteConflict):
         )
 
 
+class ClusteringConflict(ConcurrentWriteConflict):
+    """This write would change file groups a pending clustering (a Java writer's) rewrites: the clustering
+    replaces them with what its plan read, so the write's records there would be lost. Apache Hudi's writers
+    refuse such updates too (``SparkRejectUpdateStrategy``, its default)."""
+
+    def __init__(self, base_path: str, instant: str, clustering: str, groups: list[tuple[str, str]],
+                 rolled_back: bool = False) -> None:
+        self.instant, self.other = instant, clustering
+        self.file_groups = sorted(groups)
+        shown = ", ".join(f"{p or '<root>'}/{f}" for p, f in self.file_groups[:5])
+        more = f" and {len(self.file_groups) - 5} more" if len(self.file_groups) > 5 else ""
+        done = f"{instant} was rolled back" if rolled_back else "nothing was written"
+        who = f"write {instant}" if instant else "the write"  # refused while planned: no instant yet
+        PyHudiError.__init__(
+            self,
+            f"{base_path}: {who} would change file group(s) {shown}{more}, which the pending clustering "
+            f"{clustering} rewrites (its records there would be lost when the clustering completes); {done}: "
+            "write again once the clustering completed",
+        )
+
+
 class ConcurrentSchemaConflict(ConcurrentWriteConflict):
     """This write evolves the table's schema, and meanwhile another write changed it too, or a commit with a later
     instant completed (readers take the schema of the latest instant: this write's new columns would be read by

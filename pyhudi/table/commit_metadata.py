@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyhudi.table.timeline import ActiveTimeline, Instant
 
 NULL_COMMIT = "null"  # prevCommit of a newly created file group, as Hudi writes it
 #: extraMetadata key of Hudi's streaming sink: JSON ``{"<identifier>": "<batch id>"}``
@@ -129,4 +132,43 @@ def touched_file_groups(metadata: Mapping[str, Any]) -> set[FileGroupKey]:
                 out.add((str(part), str(fid)))
     for part, ids in (metadata.get("partitionToReplaceFileIds") or {}).items():
         out.update((str(part), str(f)) for f in ids or ())
+    return out
+
+
+def plan_file_groups(plan: Mapping[str, Any] | None) -> set[FileGroupKey]:
+    """The file groups of a compaction plan (operations) or a clustering plan (input groups)."""
+    out: set[FileGroupKey] = set()
+    if not plan:
+        return out
+    for op in plan.get("operations") or ():
+        out.add((str(op.get("partitionPath") or ""), str(op.get("fileId"))))
+    clustering = plan.get("clusteringPlan") or {}
+    for group in clustering.get("inputGroups") or ():
+        for sl in group.get("slices") or ():
+            out.add((str(sl.get("partitionPath") or ""), str(sl.get("fileId"))))
+    return out
+
+
+def pending_plan(timeline: ActiveTimeline, instant: Instant) -> dict[str, Any] | None:
+    """The plan of a pending compaction or clustering (or a replacecommit's requested metadata): its requested
+    file, which stays while the instant is inflight (Apache Hudi 1.x leaves the inflight file empty)."""
+    from pyhudi.table.timeline import Instant, State
+
+    return timeline.read_content(Instant(instant.requested_time, instant.action, State.REQUESTED))
+
+
+def clustering_file_groups(timeline: ActiveTimeline) -> dict[FileGroupKey, str]:
+    """The file groups that a pending clustering (a Java writer's) will replace: its plan's input groups -> the
+    clustering's instant time. Hudi's writers refuse to update them (``SparkRejectUpdateStrategy``, the default)
+    and leave them out of the small files inserts go to: the clustering rewrites the slices its plan names, so a
+    later slice would be replaced with it, and its records lost."""
+    from pyhudi.table.timeline import CLUSTERING, REPLACE_COMMIT
+
+    out: dict[FileGroupKey, str] = {}
+    for inst in timeline.pending().by_action(CLUSTERING, REPLACE_COMMIT):
+        plan = pending_plan(timeline, inst)
+        if plan is None or not plan.get("clusteringPlan"):
+            continue  # a replacecommit of an overwrite (a write, which conflict detection compares)
+        for group in sorted(plan_file_groups(plan)):
+            out.setdefault(group, inst.requested_time)
     return out

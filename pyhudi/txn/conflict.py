@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pyhudi.errors import ConcurrentWriteConflict
-from pyhudi.table.commit_metadata import FileGroupKey, touched_file_groups
+from pyhudi.table.commit_metadata import FileGroupKey, pending_plan, plan_file_groups, touched_file_groups
 from pyhudi.table.timeline import (
     CLUSTERING,
     COMMIT,
@@ -76,20 +76,6 @@ class Footprint:
         return out
 
 
-def plan_file_groups(plan: Mapping[str, Any] | None) -> set[FileGroupKey]:
-    """The file groups of a compaction plan (operations) or a clustering plan (input groups)."""
-    out: set[FileGroupKey] = set()
-    if not plan:
-        return out
-    for op in plan.get("operations") or ():
-        out.add((str(op.get("partitionPath") or ""), str(op.get("fileId"))))
-    clustering = plan.get("clusteringPlan") or {}
-    for group in clustering.get("inputGroups") or ():
-        for sl in group.get("slices") or ():
-            out.add((str(sl.get("partitionPath") or ""), str(sl.get("fileId"))))
-    return out
-
-
 def _archived_since(start: Timeline, history: FullTimeline | None, instant: str) -> list[Instant]:
     """Commits of ``history`` (the archived instants and the active ones) archived after completing while the
     write ran: completed after the latest completion ``start`` saw."""
@@ -130,7 +116,7 @@ def find_conflict(
                 continue  # tolerated, as in Hudi: the writer's files went to the compacted slice
             theirs = Footprint.of(md)
         else:
-            theirs = Footprint(frozenset(plan_file_groups(now.read_content(other))))
+            theirs = Footprint(frozenset(plan_file_groups(pending_plan(now, other))))
         shared = mine.shared_with(theirs)
         if shared:
             return f"{other.requested_time} ({other.action})", shared

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 from pyhudi import config as C
 from pyhudi import faults
 from pyhudi.errors import (
+    ClusteringConflict,
     ConcurrentKeyConflict,
     ConcurrentSchemaConflict,
     ConcurrentWriteConflict,
@@ -84,7 +85,11 @@ from pyhudi.table.capabilities import (
     check_writable,
     mor_refusal,
 )
-from pyhudi.table.commit_metadata import STREAMING_CHECKPOINT_KEY, streaming_checkpoint
+from pyhudi.table.commit_metadata import (
+    STREAMING_CHECKPOINT_KEY,
+    clustering_file_groups,
+    streaming_checkpoint,
+)
 from pyhudi.table.evolution import check_key_types, writer_schema
 from pyhudi.table.lsm_timeline import ArchivedTimeline, FullTimeline, LsmHistory
 from pyhudi.table.properties import (
@@ -657,6 +662,12 @@ class WriteTransaction:
                           job: WriteJob) -> None:
         """``history``: :meth:`_history_since_begin` of ``now``."""
         assert self.instant is not None and self.begun is not None
+        clustered = clustering_file_groups(now)  # a clustering planned meanwhile, in either mode
+        if clustered:
+            mine = Footprint.of(metadata)
+            hit = sorted(g for g in clustered if g in mine.file_groups or mine.replaces(g[0]))
+            if hit:
+                raise ClusteringConflict(self.base_path, self.instant, clustered[hit[0]], hit, rolled_back=True)
         if self.concurrency.optimistic:
             found = find_conflict(self.begun, now, self.instant, Footprint.of(metadata), history)
             if found is not None:

@@ -8,6 +8,7 @@ next write rolls the attempt back).
 
 from __future__ import annotations
 
+import functools
 import math
 import posixpath
 import re
@@ -21,7 +22,7 @@ import pyarrow.compute as pc
 
 from pyhudi import config as C
 from pyhudi import faults
-from pyhudi.errors import InvalidInputError
+from pyhudi.errors import ClusteringConflict, InvalidInputError
 from pyhudi.hfile.format import MAX_ROW_LENGTH
 from pyhudi.index import index_for
 from pyhudi.index.base import LOC_FILE_ID_COL, LOC_PARTITION_COL
@@ -30,7 +31,7 @@ from pyhudi.spark import cached
 from pyhudi.spark.errors import task_errors
 from pyhudi.spark.frames import arrow_frame, held_rows, local_frame
 from pyhudi.spark.partitioning import ROUTE_COL, KeyRouting, group_runs
-from pyhudi.table.commit_metadata import commit_metadata, write_stat
+from pyhudi.table.commit_metadata import FileGroupKey, clustering_file_groups, commit_metadata, write_stat
 from pyhudi.table.evolution import conform_array
 from pyhudi.table.filenames import make_file_id, new_file_id_prefix
 from pyhudi.table.fsview import BaseFile
@@ -404,6 +405,7 @@ class WriteProducer:
         buckets: list[Bucket] = []
         by_fg: dict[tuple[str, str], Bucket] = {}
         slices = {(fs.partition, fs.file_id): fs for fs in job.view.latest_file_slices()}
+        self.refuse_clustered({(part, fid) for part, fid, _ in counts if fid is not None})
         inserts: dict[str, int] = defaultdict(int)
         for part, fid, n in counts:
             if fid is None:
@@ -453,17 +455,32 @@ class WriteProducer:
                 lo = hi
         return buckets
 
+    @functools.cached_property
+    def clustered(self) -> dict[FileGroupKey, str]:
+        """The file groups pending clusterings rewrite -> the clustering instant (read once per write)."""
+        return clustering_file_groups(self.job.timeline)
+
+    def refuse_clustered(self, groups: set[FileGroupKey]) -> None:
+        """:class:`ClusteringConflict`, before anything is written, if the write would change a file group that
+        a pending clustering rewrites."""
+        hit = sorted(g for g in groups if g in self.clustered)
+        if hit:
+            raise ClusteringConflict(self.job.base_path, self.job.instant, self.clustered[hit[0]], hit)
+
     def small_files(self, partition: str) -> list[BaseFile]:
         """The base files of ``partition`` that receive inserts first, smallest first: every latest base file below
         ``hoodie.parquet.small.file.limit``; in a merge-on-read table only those of latest file slices without log
-        files, at most ``hoodie.merge.small.file.group.candidates.limit`` of them (Hudi's MOR candidates)."""
+        files, at most ``hoodie.merge.small.file.group.candidates.limit`` of them (Hudi's MOR candidates). Never
+        one a pending clustering rewrites (as Hudi's ``filterSmallFilesInClustering``)."""
         cfg, view = self.cfg, self.job.view
         if not self.job.merge_on_read:
-            return sorted((f for f in view.latest_base_files(partition) if f.size < cfg.small_file_limit),
+            return sorted((f for f in view.latest_base_files(partition)
+                           if f.size < cfg.small_file_limit and (partition, f.file_id) not in self.clustered),
                           key=lambda f: f.size)
         limit = C.int_option(cfg.options, C.SMALL_FILE_GROUP_CANDIDATES)
         files = [fs.base_file for fs in view.latest_file_slices(partition)
-                 if fs.base_file is not None and not fs.log_files and fs.base_file.size < cfg.small_file_limit]
+                 if fs.base_file is not None and not fs.log_files and fs.base_file.size < cfg.small_file_limit
+                 and (partition, fs.file_id) not in self.clustered]
         return sorted(files, key=lambda f: f.size)[:limit]
 
     def new_file_id(self) -> str:
@@ -1311,6 +1328,7 @@ class InsertOverwriteProducer(WriteProducer):
         view = self.job.view
         parts = view.partitions() if self.overwrites_table else sorted({p for p, _, _ in counts})
         self.replaced = {p: sorted({fs.file_id for fs in view.latest_file_slices(p)}) for p in parts}
+        self.refuse_clustered({(p, f) for p, ids in self.replaced.items() for f in ids})
         self._profile = {p: 0 for p, _, _ in counts}
         for p, _, n in counts:
             self._profile[p] += n

@@ -10,14 +10,9 @@ import pytest
 from pyhudi import config as C
 from pyhudi.errors import ConfigError
 from pyhudi.io.storage import Storage
+from pyhudi.table.commit_metadata import plan_file_groups, touched_file_groups
 from pyhudi.table.timeline import ActiveTimeline
-from pyhudi.txn.conflict import (
-    Footprint,
-    completed_writes_since,
-    find_conflict,
-    plan_file_groups,
-    touched_file_groups,
-)
+from pyhudi.txn.conflict import Footprint, completed_writes_since, find_conflict
 from pyhudi.txn.transaction import Concurrency
 from tests.support.fabricate import Clock, make_table
 from tests.support.storage import LOCAL
@@ -119,8 +114,13 @@ def test_pending_compaction_planned_meanwhile_conflicts(tmp_path: Path) -> None:
     start = tl.reload()
     me = clock()
     planned = clock()
-    tl.create_requested("compaction", planned, {"operations": [{"partitionPath": "a", "fileId": "f1"}],
-                                                "extraMetadata": {}, "version": 2})
+    req = tl.create_requested("compaction", planned, {"operations": [{"partitionPath": "a", "fileId": "f1"}],
+                                                      "extraMetadata": {}, "version": 2})
+    found = find_conflict(start, tl.reload(), me, {("a", "f1")})
+    assert found is not None and found[0].startswith(planned)
+    # running: its inflight file is empty (as Apache Hudi 1.x leaves it), its plan is still the requested file's
+    tl.transition_to_inflight(req, None)
+    assert tl.reload().get(planned).is_inflight  # type: ignore[union-attr]
     found = find_conflict(start, tl.reload(), me, {("a", "f1")})
     assert found is not None and found[0].startswith(planned)
 
