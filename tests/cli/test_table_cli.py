@@ -1,8 +1,9 @@
 """``pyhudi write`` / ``read`` / ``timeline`` as a user runs them: the console script in a subprocess.
 
-Each ``write`` starts its own Spark, so the tables are shared between assertions: three tables are created at
-once (from parquet, CSV and JSON input), the parquet one then gets an upsert from a directory of JSON part files;
-``read`` and ``timeline`` do not start Spark."""
+Each ``write`` starts its own Spark, so the tables are shared between assertions: three tables are created
+(from parquet input by the console script, from CSV and JSON input by the same command in the test's process,
+which reads the input alike), the parquet one then gets an upsert from a directory of JSON part files by the
+console script; ``read`` and ``timeline`` do not start Spark."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ from tests.support.robust import (
     hudi_rs_read,
     rows,
     run_cli,
-    run_cli_concurrently,
+    run_cli_here,
     table_rows,
     to_arrow,
 )
@@ -53,7 +54,7 @@ def _write_jsonl(path: Path, batch: list[dict]) -> None:
 
 
 @pytest.fixture(scope="module")
-def tables(tmp_path_factory) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+def tables(tmp_path_factory, spark) -> dict[str, Any]:  # type: ignore[no-untyped-def]
     d = tmp_path_factory.mktemp("cli")
     pq.write_table(to_arrow(FIRST), d / "first.parquet")
     pcsv.write_csv(to_arrow(CSV_ROWS), d / "rows.csv")
@@ -64,14 +65,14 @@ def tables(tmp_path_factory) -> dict[str, Any]:  # type: ignore[no-untyped-def]
     _write_jsonl(parts / "part-00001.json", UPSERT[3:])
     (parts / "_SUCCESS").write_text("")
     t = {k: str(d / k) for k in ("from_parquet", "from_csv", "from_json")}
-    created = run_cli_concurrently({
-        "from_parquet": ["write", t["from_parquet"], "--input", str(d / "first.parquet"), "--operation", "insert",
-                         *CLI_KEYS, "--json"],
-        "from_csv": ["write", t["from_csv"], "--input", str(d / "rows.csv"), "--operation", "insert", *CLI_KEYS,
-                     "--table-name", "csv_table", "--json"],
-        "from_json": ["write", t["from_json"], "--input", str(d / "rows.json"), "--operation", "upsert", *CLI_KEYS,
-                      "--json"],
-    })
+    created = {
+        "from_parquet": run_cli("write", t["from_parquet"], "--input", str(d / "first.parquet"), "--operation",
+                                "insert", *CLI_KEYS, "--json"),
+        "from_csv": run_cli_here("write", t["from_csv"], "--input", str(d / "rows.csv"), "--operation", "insert",
+                                 *CLI_KEYS, "--table-name", "csv_table", "--json"),
+        "from_json": run_cli_here("write", t["from_json"], "--input", str(d / "rows.json"), "--operation", "upsert",
+                                  *CLI_KEYS, "--json"),
+    }
     for name, r in created.items():
         assert r.returncode == 0, (name, r.stderr[-3000:])
     upsert = run_cli("write", t["from_parquet"], "--input", str(parts), "--operation", "upsert",

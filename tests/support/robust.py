@@ -123,6 +123,20 @@ def run_cli(*args: str, timeout: float = 600, **env: str) -> subprocess.Complete
     return subprocess.run([PYHUDI, *args], capture_output=True, text=True, timeout=timeout, env=cli_env(**env))
 
 
+def run_cli_here(*args: str) -> subprocess.CompletedProcess[str]:
+    """``pyhudi ARGS`` in this process (with its Spark session, when it has one), reported as :func:`run_cli`
+    reports it: for what the command itself decides (its exit code and messages), where a process of its own adds
+    a JVM's start (about 13 CPU-seconds) and nothing else to check."""
+    from click.testing import CliRunner
+
+    from pyhudi.cli.main import main
+
+    res = CliRunner().invoke(main, list(args))
+    if res.exception is not None and not isinstance(res.exception, SystemExit):
+        raise res.exception
+    return subprocess.CompletedProcess(["pyhudi", *args], res.exit_code, res.stdout, res.stderr)
+
+
 def run_cli_concurrently(
     commands: dict[str, list[str]], timeout: float = 900
 ) -> dict[str, subprocess.CompletedProcess[str]]:
