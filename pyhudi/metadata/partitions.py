@@ -6,6 +6,7 @@ from __future__ import annotations
 import posixpath
 from dataclasses import dataclass
 
+from pyhudi.errors import UnsupportedTableError
 from pyhudi.table.properties import METAFOLDER
 from pyhudi.table.timeline import INDEXING, ActiveTimeline
 
@@ -52,5 +53,12 @@ def pending_indexing(timeline: ActiveTimeline) -> IndexingPlan | None:
         for info in plan.get("indexPartitionInfos") or []:
             if info.get("metadataPartitionPath") == RECORD_INDEX:
                 extra = info.get("extraMetadata") or {}
+                if FILE_GROUP_COUNT_KEY not in extra:  # Apache Hudi's indexer: its build runs in its own process
+                    raise UnsupportedTableError(
+                        f"{posixpath.dirname(posixpath.dirname(timeline.timeline_dir))}: the record index is being "
+                        f"built by another indexer (indexing {inst.requested_time}, whose plan names no "
+                        f"{FILE_GROUP_COUNT_KEY}, as Apache Hudi's does not): pyhudi does not write its updates into "
+                        "a record index another process builds, and refuses to write until that build has completed"
+                    )
                 return IndexingPlan(inst.requested_time, info.get("indexUptoInstant"), int(extra[FILE_GROUP_COUNT_KEY]))
     return None

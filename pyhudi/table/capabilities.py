@@ -90,6 +90,7 @@ def check_writable(table: str, config: TableConfig, what: str, *, storage: Stora
     if feature is not None:
         raise UnsupportedTableError(f"{table} has {feature}; pyhudi does not write such tables and refuses {what}; "
                                     "nothing was written")
+    check_no_pending_restore(storage, table, config, what)
     if config.table_type == MERGE_ON_READ and not mor_supported:
         raise UnsupportedTableError(mor_refusal(table, what))
 
@@ -116,6 +117,22 @@ def check_not_schema_on_read(storage: Storage, table: str, what: str) -> None:
         raise refusal(table, f"{schema_folder(table)} holds {files[0]}", what,
                       "it reads such tables, but a write must extend Hudi's InternalSchema history (.hoodie/.schema, "
                       "extraMetadata.latestSchema) as Hudi does, which pyhudi does not implement; nothing was committed")
+
+
+def check_no_pending_restore(storage: Storage, table: str, config: TableConfig, what: str) -> None:
+    """:class:`UnsupportedTableError` while a restore (Apache Hudi's, to a savepoint) is requested or inflight, as
+    Hudi's writers refuse to start a commit then (``BaseHoodieWriteClient#startCommit``): a restore that stopped part
+    way has rolled back some of the commits after its savepoint and not the others, and a write now would carry
+    their records into its new files, where the rest of the restore would leave them."""
+    from pyhudi.table.timeline import RESTORE, ActiveTimeline
+
+    pending = ActiveTimeline.load(storage, table, config).pending().by_action(RESTORE).first()
+    if pending is not None:
+        raise UnsupportedTableError(
+            f"{table}: the restore {pending.requested_time} is pending ({pending.state.name.lower()}): pyhudi "
+            f"refuses {what} until it has completed (run the restore again with Apache Hudi, which finishes it); "
+            "nothing was written"
+        )
 
 
 def check_new_table_type(table: str, table_type: str, option: str) -> str:

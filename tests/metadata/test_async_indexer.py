@@ -340,3 +340,32 @@ def test_validate_flags_a_listed_record_index_readers_do_not_see(spark, tmp_path
     rep = validate_table(Table.open(base))
     assert not rep.ok and any("no record_index partition" in p for p in rep.problems), rep.problems
     assert rep.record_index is not None and not rep.record_index_ok
+
+
+def test_a_record_index_another_indexer_builds_is_refused(tmp_path: Path) -> None:
+    """Apache Hudi's async indexer writes its plan without pyhudi's ``recordIndexFileGroupCount``
+    (``ScheduleIndexActionExecutor``: an empty ``extraMetadata``), and runs the build in its own process: a write
+    is refused with an error naming the indexing instant (it used to fail with a bare KeyError)."""
+    from pyhudi.errors import UnsupportedTableError
+    from pyhudi.metadata.writer import MetadataWriter
+    from pyhudi.table.properties import METADATA_PARTITIONS_INFLIGHT, read_table_config, update_table_config
+    from pyhudi.table.timeline import ActiveTimeline
+    from tests.support.fabricate import Clock, commit, make_table
+    from tests.support.storage import LOCAL
+
+    base = make_table(tmp_path / "t")
+    clock = Clock()
+    c1 = commit(base, clock, {"region=eu": [("f1", [("a", 1), ("b", 2)])]})
+    meta, opts = f"{base}/.hoodie", {"hoodie.metadata.enable": "true"}
+    MetadataWriter(LOCAL, base, read_table_config(LOCAL, meta)).reconcile(opts, ActiveTimeline.load(LOCAL, base))
+    tl = ActiveTimeline.load(LOCAL, base)
+    t = clock()
+    plan = {"version": 1, "indexPartitionInfos": [
+        {"version": 1, "metadataPartitionPath": RECORD_INDEX, "indexUptoInstant": c1, "extraMetadata": {}}]}
+    tl.transition_to_inflight(tl.create_requested(INDEXING, t, plan), None)
+    update_table_config(LOCAL, meta, {METADATA_PARTITIONS_INFLIGHT: RECORD_INDEX})
+    with pytest.raises(UnsupportedTableError, match=rf"{base}: the record index is being built by another indexer "
+                                                    rf"\(indexing {t}, "):
+        pending_indexing(ActiveTimeline.load(LOCAL, base))
+    with pytest.raises(UnsupportedTableError, match=rf"indexing {t}"):
+        MetadataWriter(LOCAL, base, read_table_config(LOCAL, meta)).reconcile(opts, ActiveTimeline.load(LOCAL, base))

@@ -28,3 +28,29 @@ def test_table_properties_pyhudi_does_not_write_are_refused(tmp_path: Path, key:
                                                     "such tables and refuses an upsert; nothing was written"):
         check_writable(base, cfg, "an upsert", storage=LOCAL, mor_supported=True)
     check_writable(base, TableConfig.create("t", record_key_fields=["id"]), "an upsert", storage=LOCAL)
+
+
+def test_nothing_is_written_while_a_restore_is_pending(tmp_path: Path) -> None:
+    """A restore (Apache Hudi's, to a savepoint) that stopped part way: writes and every table service are refused
+    until it completed, naming it, as Hudi's writers refuse to start a commit then."""
+    from pyhudi.table.table import Table
+    from pyhudi.table.timeline import RESTORE, ActiveTimeline
+    from pyhudi.txn.transaction import archive_table, clean_table, rollback_write
+    from tests.support.fabricate import Clock, commit, make_table
+    from tests.support.robust import tree
+
+    base = make_table(tmp_path / "t")
+    clock = Clock()
+    c = commit(base, clock, {"region=eu": [("aaaa-0", [("k1", 1)])]})
+    tl = ActiveTimeline.load(LOCAL, base)
+    r = clock()
+    tl.transition_to_inflight(tl.create_requested(RESTORE, r, b""), b"")
+    before = tree(base)
+    refused = rf"the restore {r} is pending \(inflight\): pyhudi refuses {{}} until it has completed"
+    with pytest.raises(UnsupportedTableError, match=refused.format(r"a write \(upsert\)")):
+        Table.open(base).check_writable("a write (upsert)")
+    for what, run in [("cleaning", lambda: clean_table(LOCAL, base)), ("archival", lambda: archive_table(LOCAL, base)),
+                      ("a rollback", lambda: rollback_write(LOCAL, base, c))]:
+        with pytest.raises(UnsupportedTableError, match=refused.format(what)):
+            run()
+    assert tree(base) == before
