@@ -47,18 +47,23 @@ class IndexingPlan:
 
 
 def pending_indexing(timeline: ActiveTimeline) -> IndexingPlan | None:
-    """The record-index build in progress on a data timeline (a pending ``indexing`` instant), if any."""
+    """The record-index build in progress on a data timeline (a pending ``indexing`` instant), if any: pyhudi's
+    own. An index build of Apache Hudi's async indexer (its plan names no ``recordIndexFileGroupCount``, or another
+    partition: ``ScheduleIndexActionExecutor``) runs in that indexer's process, which pyhudi's writes cannot take
+    part in: :class:`UnsupportedTableError` naming it (a write would drop the partition it builds, or fail)."""
+    found = None
     for inst in timeline.by_action(INDEXING).pending():
         plan = timeline.read_plan(INDEXING, inst.requested_time)
         for info in plan.get("indexPartitionInfos") or []:
-            if info.get("metadataPartitionPath") == RECORD_INDEX:
-                extra = info.get("extraMetadata") or {}
-                if FILE_GROUP_COUNT_KEY not in extra:  # Apache Hudi's indexer: its build runs in its own process
-                    raise UnsupportedTableError(
-                        f"{posixpath.dirname(posixpath.dirname(timeline.timeline_dir))}: the record index is being "
-                        f"built by another indexer (indexing {inst.requested_time}, whose plan names no "
-                        f"{FILE_GROUP_COUNT_KEY}, as Apache Hudi's does not): pyhudi does not write its updates into "
-                        "a record index another process builds, and refuses to write until that build has completed"
-                    )
-                return IndexingPlan(inst.requested_time, info.get("indexUptoInstant"), int(extra[FILE_GROUP_COUNT_KEY]))
-    return None
+            extra = info.get("extraMetadata") or {}
+            partition = info.get("metadataPartitionPath")
+            if partition != RECORD_INDEX or FILE_GROUP_COUNT_KEY not in extra:
+                raise UnsupportedTableError(
+                    f"{posixpath.dirname(posixpath.dirname(timeline.timeline_dir))}: the metadata partition "
+                    f"{partition!r} is being built by another indexer (indexing {inst.requested_time}, whose plan "
+                    f"names no {FILE_GROUP_COUNT_KEY}, as Apache Hudi's does not): pyhudi does not write into a "
+                    "table while another process builds an index of it, and refuses until that build has completed"
+                )
+            found = found or IndexingPlan(inst.requested_time, info.get("indexUptoInstant"),
+                                          int(extra[FILE_GROUP_COUNT_KEY]))
+    return found

@@ -205,6 +205,7 @@ class MetadataWriter:
         partitioned tables ``partition_stats``) are kept when asked for or present, and built here from the
         latest files when asked for and absent; ``data_schema``: the write's columns (without meta columns), else
         the table's."""
+        pending_indexing(data_timeline)  # refuses while another indexer builds a partition, before any change
         meta = posixpath.join(self.base_path, METAFOLDER)
         cfg = self.data_config
         if not mdt_enabled(options):

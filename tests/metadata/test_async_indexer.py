@@ -342,10 +342,12 @@ def test_validate_flags_a_listed_record_index_readers_do_not_see(spark, tmp_path
     assert rep.record_index is not None and not rep.record_index_ok
 
 
-def test_a_record_index_another_indexer_builds_is_refused(tmp_path: Path) -> None:
+@pytest.mark.parametrize("partition", [RECORD_INDEX, "column_stats"])
+def test_an_index_another_indexer_builds_is_refused(tmp_path: Path, partition: str) -> None:
     """Apache Hudi's async indexer writes its plan without pyhudi's ``recordIndexFileGroupCount``
     (``ScheduleIndexActionExecutor``: an empty ``extraMetadata``), and runs the build in its own process: a write
-    is refused with an error naming the indexing instant (it used to fail with a bare KeyError)."""
+    is refused with an error naming the indexing instant, and leaves the partition being built alone (for the
+    record index it failed with a bare KeyError; a column_stats build lost its partition)."""
     from pyhudi.errors import UnsupportedTableError
     from pyhudi.metadata.writer import MetadataWriter
     from pyhudi.table.properties import METADATA_PARTITIONS_INFLIGHT, read_table_config, update_table_config
@@ -361,11 +363,15 @@ def test_a_record_index_another_indexer_builds_is_refused(tmp_path: Path) -> Non
     tl = ActiveTimeline.load(LOCAL, base)
     t = clock()
     plan = {"version": 1, "indexPartitionInfos": [
-        {"version": 1, "metadataPartitionPath": RECORD_INDEX, "indexUptoInstant": c1, "extraMetadata": {}}]}
+        {"version": 1, "metadataPartitionPath": partition, "indexUptoInstant": c1, "extraMetadata": {}}]}
     tl.transition_to_inflight(tl.create_requested(INDEXING, t, plan), None)
-    update_table_config(LOCAL, meta, {METADATA_PARTITIONS_INFLIGHT: RECORD_INDEX})
-    with pytest.raises(UnsupportedTableError, match=rf"{base}: the record index is being built by another indexer "
-                                                    rf"\(indexing {t}, "):
+    update_table_config(LOCAL, meta, {METADATA_PARTITIONS_INFLIGHT: partition})
+    building = Path(meta, "metadata", partition)
+    building.mkdir()
+    (building / ".hoodie_partition_metadata").write_text("")
+    with pytest.raises(UnsupportedTableError, match=rf"{base}: the metadata partition '{partition}' is being built "
+                                                    rf"by another indexer \(indexing {t}, "):
         pending_indexing(ActiveTimeline.load(LOCAL, base))
     with pytest.raises(UnsupportedTableError, match=rf"indexing {t}"):
         MetadataWriter(LOCAL, base, read_table_config(LOCAL, meta)).reconcile(opts, ActiveTimeline.load(LOCAL, base))
+    assert read_table_config(LOCAL, meta).metadata_partitions_inflight == [partition] and building.exists()
