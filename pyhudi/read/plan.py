@@ -19,7 +19,7 @@ base path, output schema, merge mode and ordering fields, the instants whose log
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
@@ -261,13 +261,19 @@ def _cleaned_before(table: TableLike, tl: ActiveTimeline,
     return last, retained
 
 
-def check_versions_kept(table: TableLike, tl: ActiveTimeline, as_of: str, slices: Sequence[FileSlice]) -> None:
+def check_versions_kept(table: TableLike, tl: ActiveTimeline, as_of: str, slices: Sequence[FileSlice], *,
+                        what: str | None = None, groups: set[tuple[str, str]] | None = None,
+                        completion: Mapping[str, str] | None = None) -> None:
     """Refuse a time travel to ``as_of`` that needs a file version a clean keeping the latest versions of each
     file group (``KEEP_LATEST_FILE_VERSIONS``, a Java writer's) deleted. Such a clean records no commit to retain
     for :func:`check_retained` to compare with, and the listing no longer holds the version: the file group would
     be left out of the read, or read at an older version, silently. A deleted file of a commit at or before
     ``as_of`` was needed unless the read's slice of its file group is newer, or the group was replaced by then.
-    The cleans of the active timeline are read (an archived one is not)."""
+    The cleans of the active timeline are read (an archived one is not).
+
+    An incremental range, read as the table was at its end (``as_of``, a completion time): ``what`` names it in
+    the message, only its file groups (``groups``) count, and a file counts when its commit had completed by then
+    (``completion``: requested time -> completion time)."""
     from pyhudi.table.filenames import parse_data_file_name
     from pyhudi.table.fsview import replaced_file_groups
 
@@ -283,7 +289,10 @@ def check_versions_kept(table: TableLike, tl: ActiveTimeline, as_of: str, slices
                 continue
             for path in pm.get("successDeleteFiles") or ():
                 f = parse_data_file_name(posixpath.basename(str(path)))
-                if f is None or f.instant > as_of:
+                if f is None or (groups is not None and (part, f.file_id) not in groups):
+                    continue
+                done = f.instant if completion is None else completion.get(f.instant, f.instant)
+                if done > as_of:
                     continue
                 newer = kept.get((part, f.file_id))
                 if newer is not None and newer > f.instant:
@@ -292,9 +301,15 @@ def check_versions_kept(table: TableLike, tl: ActiveTimeline, as_of: str, slices
                     replaced = replaced_file_groups(tl, as_of)
                 if f.file_id in replaced.get(part, frozenset()):
                     continue
+                deleted = posixpath.join(part, posixpath.basename(str(path)))
+                if what is not None:
+                    raise InvalidInputError(
+                        f"{table.base_path}: {what}: the clean {clean_instant.requested_time} "
+                        f"(KEEP_LATEST_FILE_VERSIONS) deleted {deleted}, a file version the range reads; end the "
+                        f"range at {clean_instant.completion_time or clean_instant.requested_time} or later")
                 raise InvalidInputError(
                     f"{table.base_path}: cannot read as of {as_of}: the clean {clean_instant.requested_time} "
-                    f"(KEEP_LATEST_FILE_VERSIONS) deleted {posixpath.join(part, posixpath.basename(str(path)))}, "
+                    f"(KEEP_LATEST_FILE_VERSIONS) deleted {deleted}, "
                     f"a file version the table had then; read as of {clean_instant.requested_time} or later")
 
 
@@ -318,10 +333,10 @@ def _incremental_checked(table: TableLike, start: str, end: str | None, tl: Acti
     """:func:`incremental_checked` on the timeline ``tl``, its bounds read."""
     full = history(table, tl)
     done, touched = _commits_in_range(full, start, end)
-    plan = _incremental_plan(table, tl, end, done, touched)
+    what = f"cannot read the incremental range ({start}, {end or 'now'}]"
+    plan = _incremental_plan(table, tl, end, done, touched, checked=(what, full))
     if not done:  # nothing in range: nothing is read
         return plan
-    what = f"cannot read the incremental range ({start}, {end or 'now'}]"
     cleaned = _cleaned_before(table, tl, full)
     latest = max(i.requested_time for i in done)
     check_retained(table, latest, tl, what=f"{what}: its latest commit, {latest},", cleaned=cleaned)
@@ -460,9 +475,16 @@ def _commits_in_range(source: ActiveTimeline | FullTimeline, start: str,
 
 
 def _incremental_plan(table: TableLike, tl: ActiveTimeline, end: str | None, done: list[Instant],
-                      touched: set[tuple[str, str]]) -> ScanPlan:
+                      touched: set[tuple[str, str]],
+                      checked: tuple[str, ActiveTimeline | FullTimeline] | None = None) -> ScanPlan:
+    """``checked``: (the range in words, its history): a range with an end is read as the table was then, and is
+    refused when a clean deleted a file version it reads (:func:`check_versions_kept`; the latest are kept)."""
     view = table.view(tl).at(None, completed_by=end)
     slices = [s for s in view.latest_file_slices() if (s.partition, s.file_id) in touched]
+    if checked is not None and end is not None and done:
+        what, full = checked
+        completion = {i.requested_time: i.completion_time or i.requested_time for i in full.completed_commits()}
+        check_versions_kept(table, tl, end, slices, what=what, groups=touched, completion=completion)
     commits = frozenset(i.requested_time for i in done)
     spec = _spec(table, tl, instants=CommittedInstants.of(tl.commits(), completed_by=end), commit_times=commits)
     return ScanPlan(_for_slices(table, spec, slices), tuple(SliceSpec.of(s) for s in slices))

@@ -241,7 +241,8 @@ def test_reads_racing_commits_that_compact_the_metadata_table(spark: Any, tmp_pa
 def test_a_time_travel_to_versions_a_file_versions_clean_deleted_is_refused(tmp_path: Path) -> None:
     """A Java writer's clean keeping the latest version of each file group (KEEP_LATEST_FILE_VERSIONS) records no
     commit to retain: a time travel to before it would list b's file group without the version it needs and leave
-    it out, silently. Refused, naming the clean and the file; a time travel it did not bite is read."""
+    it out, silently. Refused, naming the clean and the file; a time travel it did not bite is read. An
+    incremental range ending before it likewise."""
     from pyhudi.services.clean import _run
 
     base = make_table(tmp_path / "t")
@@ -266,3 +267,12 @@ def test_a_time_travel_to_versions_a_file_versions_clean_deleted_is_refused(tmp_
                                                 rf"{B}/{old_b}"):
         t.to_arrow(as_of=c0.requested_time)
     assert keys_of(t.to_arrow(as_of=c2)) == {"k0": 0, "k1": 1, "k2": 20, "k3": 3, "k5": 5}
+    # an incremental range is read as the table was at its end: one ending before the clean deleted the version
+    # it reads is refused the same way (it returned no rows); one ending at the latest versions is read
+    tl = t.timeline()
+    done = {i.requested_time: i.completion_time for i in tl.completed_commits()}
+    with pytest.raises(InvalidInputError, match=rf"cannot read the incremental range \(0, {done[c0.requested_time]}\]"
+                                                rf": the clean {req.requested_time} \(KEEP_LATEST_FILE_VERSIONS\) "
+                                                rf"deleted {B}/{old_b}"):
+        t.incremental_arrow("0", done[c0.requested_time])
+    assert keys_of(t.incremental_arrow(done[c0.requested_time], done[c2])) == {"k2": 20, "k3": 3, "k5": 5}
