@@ -297,8 +297,9 @@ def check_versions_kept(table: TableLike, tl: ActiveTimeline, as_of: str, slices
                 newer = kept.get((part, f.file_id))
                 if newer is not None and newer > f.instant:
                     continue
-                if replaced is None:
-                    replaced = replaced_file_groups(tl, as_of)
+                if replaced is None:  # by the time the read is as of: a range's end is a completion time
+                    replaced = (replaced_file_groups(tl, as_of) if completion is None
+                                else replaced_file_groups(tl, completed_by=as_of))
                 if f.file_id in replaced.get(part, frozenset()):
                     continue
                 deleted = posixpath.join(part, posixpath.basename(str(path)))

@@ -245,9 +245,15 @@ def _replaced_as_of(
     return {p: frozenset(ids) for p, ids in out.items()}
 
 
-def replaced_file_groups(timeline: ActiveTimeline, as_of: str | None = None) -> dict[str, frozenset[str]]:
-    """partition -> file ids replaced by completed replacecommits (at or before ``as_of``)."""
-    return _replaced_as_of(replace_events(timeline), as_of)
+def replaced_file_groups(timeline: ActiveTimeline, as_of: str | None = None,
+                         completed_by: str | None = None) -> dict[str, frozenset[str]]:
+    """partition -> file ids replaced by completed replacecommits (requested at or before ``as_of``; completed by
+    ``completed_by``, a completion time)."""
+    completion = None
+    if completed_by is not None:
+        completion = {i.requested_time: i.completion_time or i.requested_time
+                      for i in timeline.completed().by_action(REPLACE_COMMIT)}
+    return _replaced_as_of(replace_events(timeline), as_of, completed_by, completion)
 
 
 #: requested times -> completion times of the archived instants among them that it finds (the LSM timeline's:

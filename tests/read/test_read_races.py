@@ -276,3 +276,45 @@ def test_a_time_travel_to_versions_a_file_versions_clean_deleted_is_refused(tmp_
                                                 rf"deleted {B}/{old_b}"):
         t.incremental_arrow("0", done[c0.requested_time])
     assert keys_of(t.incremental_arrow(done[c0.requested_time], done[c2])) == {"k2": 20, "k3": 3, "k5": 5}
+
+
+def test_an_incremental_range_before_a_replace_completed_needs_the_replaced_versions(tmp_path: Path) -> None:
+    """A replace (a Java clustering of b's file group) requested before a range's end but completed after it: the
+    range reads b's group as not yet replaced, so a KEEP_LATEST_FILE_VERSIONS clean that then deleted the group's
+    files (a replaced group goes whole) leaves it without the version it reads. Refused (it was taken for replaced
+    by the requested time, and b's rows were missing)."""
+    from pyhudi.services.clean import _run
+    from tests.support.fabricate import write_base_file
+
+    base = make_table(tmp_path / "t")
+    clock = Clock()
+    two_groups(base, clock)
+    tl = ActiveTimeline.load(LOCAL, base)
+    rc = clock()
+    requested = tl.create_requested("replacecommit", rc, {"operationType": "CLUSTER", "clusteringPlan": None,
+                                                          "extraMetadata": {}, "version": 1})
+    x = commit(base, clock, {A: [("fa", [("k0", 10), ("k1", 1)])]})
+    name, size = write_base_file(base, B, "fb2", rc, [("k2", 2), ("k3", 3)])
+    tl = tl.reload()
+    tl.complete(tl.transition_to_inflight(requested, None), {
+        "partitionToWriteStats": {B: [{"fileId": "fb2", "path": f"{B}/{name}", "prevCommit": "null", "numWrites": 2,
+                                       "numDeletes": 0, "numUpdateWrites": 0, "numInserts": 2, "totalWriteBytes": size,
+                                       "totalWriteErrors": 0, "partitionPath": B, "fileSizeInBytes": size}]},
+        "partitionToReplaceFileIds": {B: ["fb"]}, "compacted": False, "extraMetadata": {}, "version": 1,
+        "operationType": "CLUSTER"}, clock(), schema="HoodieReplaceCommitMetadata")
+    tl = tl.reload()
+    old_b = next(p.name for p in (Path(base) / B).glob("fb_*.parquet"))
+    plan = {"earliestInstantToRetain": None, "lastCompletedCommitTimestamp": rc, "policy": "KEEP_LATEST_FILE_VERSIONS",
+            "filesToBeDeletedPerPartition": {}, "version": 2, "partitionsToBeDeleted": [], "extraMetadata": {},
+            "filePathsToBeDeletedPerPartition": {B: [{"filePath": str(Path(base) / B / old_b),
+                                                      "isBootstrapBaseFile": False}]}}
+    req = tl.create_requested("clean", clock(), plan)
+    _run(LOCAL, base, tl, req, plan, clock)
+    t = Table.open(base)
+    end = {i.requested_time: i.completion_time for i in t.timeline().completed_commits()}[x]
+    assert end is not None
+    with pytest.raises(InvalidInputError, match=rf"cannot read the incremental range \(0, {end}\]: the clean "
+                                                rf"{req.requested_time} \(KEEP_LATEST_FILE_VERSIONS\) deleted "
+                                                rf"{B}/{old_b}"):
+        t.incremental_arrow("0", end)
+    assert keys_of(t.to_arrow()) == {"k0": 10, "k1": 1, "k2": 2, "k3": 3}
