@@ -40,7 +40,13 @@ from pyhudi import faults
 from pyhudi.io.storage import Storage
 from pyhudi.spark.frames import local_frame
 from pyhudi.table import markers
-from pyhudi.table.commit_metadata import commit_metadata, write_stat
+from pyhudi.table.commit_metadata import (
+    clustering_file_groups,
+    commit_metadata,
+    pending_plan,
+    plan_file_groups,
+    write_stat,
+)
 from pyhudi.table.fsview import FileSystemView, StorageListing
 from pyhudi.table.recorded_paths import compaction_operations
 from pyhudi.table.schema import COMMIT_TIME_COL, RECORD_KEY_COL, avro_schema_json
@@ -68,10 +74,15 @@ def deltacommits_since_compaction(timeline: ActiveTimeline) -> int:
     return sum(1 for i in done if i.action == DELTA_COMMIT and i.requested_time > last)
 
 
-def plan_compaction(view: FileSystemView, instant: str) -> dict[str, Any] | None:
-    """The HoodieCompactionPlan of every latest file slice with log files completed before ``instant``."""
+def plan_compaction(view: FileSystemView, instant: str,
+                    busy: frozenset[tuple[str, str]] = frozenset()) -> dict[str, Any] | None:
+    """The HoodieCompactionPlan of every latest file slice with log files completed before ``instant``, except
+    the file groups in ``busy`` (those a pending compaction or clustering works on, as Hudi's planner leaves
+    them out)."""
     ops = []
     for fs in sorted(view.latest_file_slices(), key=lambda s: (s.partition, s.file_id)):
+        if (fs.partition, fs.file_id) in busy:
+            continue
         logs = [lf for lf in fs.log_files if lf.completion_time is not None and lf.completion_time < instant]
         if not logs:
             continue
@@ -102,7 +113,10 @@ def plan_compaction(view: FileSystemView, instant: str) -> dict[str, Any] | None
 
 def schedule_compaction(timeline: ActiveTimeline, view: FileSystemView, instant: str) -> Instant | None:
     """Write ``<instant>.compaction.requested`` with the plan; None (nothing written) when no slice has logs."""
-    plan = plan_compaction(view, instant)
+    busy = set(clustering_file_groups(timeline))
+    for pending in timeline.pending().by_action(COMPACTION):
+        busy |= plan_file_groups(pending_plan(timeline, pending))
+    plan = plan_compaction(view, instant, frozenset(busy))
     if plan is None:
         return None
     inst = timeline.create_requested(COMPACTION, instant, plan)

@@ -95,3 +95,42 @@ def test_an_incremental_range_before_a_late_compaction_the_clean_removed_is_refu
     assert keys(end, None) == ["k2"]  # the last upsert's key (the compaction wrote no new record)
     snapshot = Table.open(base).to_arrow()
     assert sorted(snapshot.column("id").to_pylist()) == sorted(hudi_rs_read(base).column("id").to_pylist())
+
+
+def test_a_compaction_plan_leaves_out_file_groups_a_pending_plan_works_on(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """As Hudi's compaction planner: file groups a pending clustering (a Java writer's) or a pending compaction
+    works on are left out of a new plan; the others are compacted."""
+    from pyhudi.metadata.reader import table_view
+    from pyhudi.services.compact import schedule_compaction
+    from pyhudi.table.timeline import CLUSTERING, InstantTimeGenerator
+
+    opts = {**OPTIONS, "hoodie.compact.inline": "false"}
+    base = str(tmp_path / "t")
+    for ts, ids, op in ((1, range(4), "insert"), (2, range(4), "upsert")):  # log files in a's and b's file groups
+        t = pa.table({"id": [f"k{i}" for i in ids], "p": ["a" if i % 2 == 0 else "b" for i in ids],
+                      "ts": [ts] * len(ids), "v": [float(i + ts) for i in ids]})
+        df = spark.createDataFrame(t.to_pandas())
+        Table.for_dataframe(base, df, opts).write(df, op, opts)
+    table = Table.open(base)
+    tl = table.timeline()
+    groups = {fs.partition: fs.file_id for fs in table.view().latest_file_slices()}
+    gen = InstantTimeGenerator.for_table(table.config)
+    clustering = gen.next(floor=tl.latest_time())
+    tl.create_requested(CLUSTERING, clustering, {"operationType": "CLUSTER", "extraMetadata": {}, "version": 1,
+                                                 "clusteringPlan": {"inputGroups": [{
+                                                     "slices": [{"dataFilePath": "", "deltaFilePaths": [],
+                                                                 "fileId": groups["a"], "partitionPath": "a",
+                                                                 "bootstrapFilePath": "", "version": 1}],
+                                                     "metrics": {}, "numOutputFileGroups": 1, "extraMetadata": {},
+                                                     "version": 1}],
+                                                     "strategy": None, "extraMetadata": {}, "version": 1,
+                                                     "preserveHoodieMetadata": True, "missingSchedulePartitions": []}})
+    tl = tl.reload()
+    first = schedule_compaction(tl, table_view(table.storage, base, table.config, tl), gen.next(floor=clustering))
+    assert first is not None
+    tl = tl.reload()
+    ops = tl.read_plan("compaction", first.requested_time)["operations"]
+    assert [(op["partitionPath"], op["fileId"]) for op in ops] == [("b", groups["b"])]
+    # b's group is the pending compaction's now, a's the clustering's: nothing is left to plan
+    assert schedule_compaction(tl, table_view(table.storage, base, table.config, tl),
+                               gen.next(floor=first.requested_time)) is None

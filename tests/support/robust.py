@@ -17,6 +17,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from pyhudi.faults import ENV as FAULT_ENV
+
 PYHUDI = str(Path(sys.executable).with_name("pyhudi"))
 SCHEMA = pa.schema([("id", pa.string()), ("p", pa.string()), ("ts", pa.int64()), ("v", pa.float64())])
 DATA_COLS = tuple(SCHEMA.names)
@@ -114,7 +116,7 @@ def timeline_files(base: str | Path) -> list[str]:
 
 def cli_env(**extra: str) -> dict[str, str]:
     env = dict(os.environ)
-    env.pop("PYHUDI_TEST_FAULT", None)
+    env.pop(FAULT_ENV, None)
     env.update(extra)
     return env
 
@@ -131,7 +133,7 @@ def run_cli_here(*args: str) -> subprocess.CompletedProcess[str]:
 
     from pyhudi.cli.main import main
 
-    res = CliRunner().invoke(main, list(args))
+    res = CliRunner(env={FAULT_ENV: None}).invoke(main, list(args))  # as cli_env leaves it out
     if res.exception is not None and not isinstance(res.exception, SystemExit):
         raise res.exception
     return subprocess.CompletedProcess(["pyhudi", *args], res.exit_code, res.stdout, res.stderr)
