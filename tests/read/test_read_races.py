@@ -27,7 +27,7 @@ from pyhudi.read.filters import IN, Pred
 from pyhudi.services.clean import clean
 from pyhudi.spark.source import plan_query
 from pyhudi.table.table import Table
-from pyhudi.table.timeline import COMMIT, ROLLBACK, ActiveTimeline, InstantTimeGenerator
+from pyhudi.table.timeline import COMMIT, ROLLBACK, ActiveTimeline, Instant, InstantTimeGenerator
 from tests.support.fabricate import Clock, commit, make_table
 from tests.support.storage import LOCAL
 
@@ -238,13 +238,25 @@ def test_reads_racing_commits_that_compact_the_metadata_table(spark: Any, tmp_pa
     assert keys_of(Table.open(base).read_keys(["k000", "k001"])) == {"k001": 401}
 
 
+def file_versions_clean(base: str, tl: ActiveTimeline, clock: Clock, last: str, partition: str, name: str) -> Instant:
+    """A Java writer's KEEP_LATEST_FILE_VERSIONS clean deleting ``partition/name``: it names no commit to retain."""
+    from pyhudi.services.clean import _run
+
+    plan = {"earliestInstantToRetain": None, "lastCompletedCommitTimestamp": last,
+            "policy": "KEEP_LATEST_FILE_VERSIONS", "filesToBeDeletedPerPartition": {}, "version": 2,
+            "partitionsToBeDeleted": [], "extraMetadata": {},
+            "filePathsToBeDeletedPerPartition": {partition: [{"filePath": str(Path(base) / partition / name),
+                                                              "isBootstrapBaseFile": False}]}}
+    req = tl.create_requested("clean", clock(), plan)
+    _run(LOCAL, base, tl, req, plan, clock)
+    return req
+
+
 def test_a_time_travel_to_versions_a_file_versions_clean_deleted_is_refused(tmp_path: Path) -> None:
     """A Java writer's clean keeping the latest version of each file group (KEEP_LATEST_FILE_VERSIONS) records no
     commit to retain: a time travel to before it would list b's file group without the version it needs and leave
     it out, silently. Refused, naming the clean and the file; a time travel it did not bite is read. An
     incremental range ending before it likewise."""
-    from pyhudi.services.clean import _run
-
     base = make_table(tmp_path / "t")
     clock = Clock()
     two_groups(base, clock)
@@ -255,12 +267,7 @@ def test_a_time_travel_to_versions_a_file_versions_clean_deleted_is_refused(tmp_
     c2 = commit(base, clock, {A: [("fa2", [("k5", 5)])]})
     tl = tl.reload()
     old_b = next(p.name for p in (Path(base) / B).glob(f"fb_*_{c0.requested_time}.parquet"))
-    plan = {"earliestInstantToRetain": None, "lastCompletedCommitTimestamp": c2, "policy": "KEEP_LATEST_FILE_VERSIONS",
-            "filesToBeDeletedPerPartition": {}, "version": 2, "partitionsToBeDeleted": [], "extraMetadata": {},
-            "filePathsToBeDeletedPerPartition": {B: [{"filePath": str(Path(base) / B / old_b),
-                                                      "isBootstrapBaseFile": False}]}}
-    req = tl.create_requested("clean", clock(), plan)
-    _run(LOCAL, base, tl, req, plan, clock)
+    req = file_versions_clean(base, tl, clock, c2, B, old_b)
     t = Table.open(base)
     with pytest.raises(InvalidInputError, match=rf"cannot read as of {c0.requested_time}: the clean "
                                                 rf"{req.requested_time} \(KEEP_LATEST_FILE_VERSIONS\) deleted "
@@ -283,7 +290,6 @@ def test_an_incremental_range_before_a_replace_completed_needs_the_replaced_vers
     range reads b's group as not yet replaced, so a KEEP_LATEST_FILE_VERSIONS clean that then deleted the group's
     files (a replaced group goes whole) leaves it without the version it reads. Refused (it was taken for replaced
     by the requested time, and b's rows were missing)."""
-    from pyhudi.services.clean import _run
     from tests.support.fabricate import write_base_file
 
     base = make_table(tmp_path / "t")
@@ -304,12 +310,7 @@ def test_an_incremental_range_before_a_replace_completed_needs_the_replaced_vers
         "operationType": "CLUSTER"}, clock(), schema="HoodieReplaceCommitMetadata")
     tl = tl.reload()
     old_b = next(p.name for p in (Path(base) / B).glob("fb_*.parquet"))
-    plan = {"earliestInstantToRetain": None, "lastCompletedCommitTimestamp": rc, "policy": "KEEP_LATEST_FILE_VERSIONS",
-            "filesToBeDeletedPerPartition": {}, "version": 2, "partitionsToBeDeleted": [], "extraMetadata": {},
-            "filePathsToBeDeletedPerPartition": {B: [{"filePath": str(Path(base) / B / old_b),
-                                                      "isBootstrapBaseFile": False}]}}
-    req = tl.create_requested("clean", clock(), plan)
-    _run(LOCAL, base, tl, req, plan, clock)
+    req = file_versions_clean(base, tl, clock, rc, B, old_b)
     t = Table.open(base)
     end = {i.requested_time: i.completion_time for i in t.timeline().completed_commits()}[x]
     assert end is not None
