@@ -662,14 +662,14 @@ class WriteTransaction:
                           job: WriteJob) -> None:
         """``history``: :meth:`_history_since_begin` of ``now``."""
         assert self.instant is not None and self.begun is not None
+        mine = Footprint.of(metadata)
         clustered = clustering_file_groups(now)  # a clustering planned meanwhile, in either mode
         if clustered:
-            mine = Footprint.of(metadata)
-            hit = sorted(g for g in clustered if g in mine.file_groups or mine.replaces(g[0]))
+            hit = sorted(mine.shared_with(Footprint(frozenset(clustered))))
             if hit:
                 raise ClusteringConflict(self.base_path, self.instant, clustered[hit[0]], hit, rolled_back=True)
         if self.concurrency.optimistic:
-            found = find_conflict(self.begun, now, self.instant, Footprint.of(metadata), history)
+            found = find_conflict(self.begun, now, self.instant, mine, history)
             if found is not None:
                 other, groups = found
                 raise ConcurrentWriteConflict(self.base_path, self.instant, other, sorted(groups))
