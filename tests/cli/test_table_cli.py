@@ -220,14 +220,15 @@ def test_index_build_async_while_a_write_runs(spark, tmp_path: Path) -> None:  #
     apply(model, "insert", first)
     apply(model, "upsert", up)
     assert table_rows(hudi_rs_read(base)) == expected(model)
-    stats = run_cli("index", "stats", base, "--json")
+    # the checks afterwards are commands of this process: what they report is the subject, not their start
+    stats = run_cli_here("index", "stats", base, "--json")
     assert stats.returncode == 0, stats.stderr[-3000:]
     assert _last_json(stats.stdout)["entries"] == 60
-    found = _last_json(run_cli("lookup", base, "k059", "k000", "nope", "--json").stdout)
+    found = _last_json(run_cli_here("lookup", base, "k059", "k000", "nope", "--json").stdout)
     assert [f["found"] for f in found] == [True, True, False]
-    v = run_cli("validate", base, "--json")
+    v = run_cli_here("validate", base, "--json")
     assert v.returncode == 0 and _last_json(v.stdout)["ok"], v.stdout[-3000:]
-    in_spark = run_cli("validate", base, "--spark", "--json")  # the record index checked in Spark tasks
+    in_spark = run_cli_here("validate", base, "--spark", "--json")  # the record index checked in Spark tasks
     assert in_spark.returncode == 0, in_spark.stderr[-3000:]
     assert _last_json(in_spark.stdout) == _last_json(v.stdout)
 
