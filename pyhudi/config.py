@@ -413,6 +413,11 @@ INDEX_CHECK_TIMEOUT = Option(
 METADATA_COMPACT_MAX_DELTA_COMMITS = Option(
     "hoodie.metadata.compact.max.delta.commits", "10",
     "Compact the metadata table after this many deltacommits.", section=_MDT)
+METADATA_MAX_DELTA_COMMITS_WHEN_PENDING = Option(
+    "hoodie.metadata.max.deltacommits.when_pending", "1000",
+    "Most metadata-table deltacommits since its last compaction while pending data-table instants hold the "
+    "compaction back (it waits for every data instant up to its latest deltacommit); a write past them fails, "
+    "naming the pending instants.", section=_MDT)
 
 COLUMN_STATS_ENABLE = Option(
     "hoodie.metadata.index.column.stats.enable", "false",

@@ -551,10 +551,10 @@ class MetadataWriter:
         every file group gets a log file) as the deltacommit ``instant``."""
         tl = self.timeline()
         existing = tl.get(instant)
-        if existing is not None and existing.is_completed:
-            return  # already applied (a retried clean)
         if existing is not None:
-            self.rollback(instant)  # a retried clean's partial deltacommit
+            # a retried instant (a clean that died after its deltacommit, or during it) is redone, as Hudi's
+            # commitInternal redoes it: what the first attempt wrote may be gone from the latest file slices since
+            self.rollback(instant, completed=existing.is_completed)
             tl = self.timeline()
         by_partition: dict[str, list[MetadataRecord]] = defaultdict(list)
         for r in records:
@@ -620,7 +620,15 @@ class MetadataWriter:
                 self.rollback(inst.requested_time)
 
     # -- compaction and cleaning ----------------------------------------------------------------------
-    def maybe_compact(self, data_timeline: ActiveTimeline, max_delta_commits: int, new_time: str) -> Instant | None:
+    def maybe_compact(self, data_timeline: ActiveTimeline, max_delta_commits: int, new_time: str,
+                      max_when_pending: int | None = None) -> Instant | None:
+        """Compact the metadata table once it has ``max_delta_commits`` deltacommits since its last compaction.
+
+        Not while a data-table instant requested at or before its latest deltacommit is pending (Hudi's
+        ``validateTimelineBeforeSchedulingCompaction``): a compacted base file stands for every data instant up to
+        it, and a pending instant's blocks are not valid yet, so they would be left out of it for good (a clean that
+        died after its deltacommit, then finished, would leave its deleted files listed). More than
+        ``max_when_pending`` deltacommits held back that way fail the write, naming the pending instants."""
         if data_timeline.by_action(INDEXING).pending():
             return None  # an async index build is writing a partition: compaction waits for it
         self.recover_compactions()
@@ -628,6 +636,16 @@ class MetadataWriter:
         done = list(tl.completed())
         last_compaction = max((i.requested_time for i in done if i.action == COMMIT), default="")
         deltas = [i for i in done if i.action == DELTA_COMMIT and i.requested_time > last_compaction]
+        latest = max((i.requested_time for i in deltas), default="")
+        held = [i for i in data_timeline.pending() if i.requested_time <= latest]
+        if held:
+            if max_when_pending is not None and len(deltas) > max_when_pending:
+                raise PyHudiError(
+                    f"{self.base_path}: the metadata table has {len(deltas)} deltacommits since its last compaction, "
+                    f"over {C.METADATA_MAX_DELTA_COMMITS_WHEN_PENDING} ({max_when_pending}): pending instants of the "
+                    f"data table hold its compaction back ({', '.join(f'{i.requested_time} {i.action}' for i in held[:5])}"
+                    f"{', ...' if len(held) > 5 else ''}); complete or roll them back")
+            return None
         if len(deltas) < max_delta_commits:
             return None
         inst = self.compact(data_timeline, new_time)
@@ -738,6 +756,10 @@ def rli_enabled(options: Mapping[str, str]) -> bool:
 
 def mdt_max_delta_commits(options: Mapping[str, str]) -> int:
     return C.int_option(options, C.METADATA_COMPACT_MAX_DELTA_COMMITS, 1)
+
+
+def mdt_max_delta_commits_when_pending(options: Mapping[str, str]) -> int:
+    return C.int_option(options, C.METADATA_MAX_DELTA_COMMITS_WHEN_PENDING, 1)
 
 
 __all__ = ["MetadataWriter"]

@@ -166,8 +166,6 @@ def plan_clean(
     if not to_delete:
         return None
     last = timeline.commits().completed().last()
-    if savepoints:  # recorded for partitioned tables only, as Hudi does
-        savepoints = savepoints if read_table_config(storage, posixpath.join(base_path, METAFOLDER)).partition_fields else []
     return {
         "earliestInstantToRetain": {"timestamp": e, "action": earliest.action, "state": "COMPLETED"},
         "lastCompletedCommitTimestamp": last.requested_time if last else "",
@@ -176,7 +174,10 @@ def plan_clean(
         "version": CLEAN_PLAN_VERSION,
         "filePathsToBeDeletedPerPartition": to_delete,
         "partitionsToBeDeleted": [],
-        # as CleanPlanActionExecutor records them (partitioned tables only), for archival and later cleans
+        # as CleanPlanActionExecutor records them, for archival and later cleans; Hudi records them for partitioned
+        # tables only, but archival needs them on every table: a savepoint deleted after this clean kept a replaced
+        # file group's files, and without them archival took the replacecommit away while those files stayed,
+        # and every reader read the replaced records again (Hudi's own readers read the entry on any table)
         "extraMetadata": {SAVEPOINTED_TIMESTAMPS: ",".join(savepoints)} if savepoints else {},
     }
 

@@ -58,7 +58,13 @@ from pyhudi.metadata.indexer import build_record_index
 from pyhudi.metadata.partitions import RECORD_INDEX
 from pyhudi.metadata.reader import table_view
 from pyhudi.metadata.record_index import new_keys_held, record_index_lookup, record_index_updates
-from pyhudi.metadata.writer import MetadataWriter, mdt_enabled, mdt_max_delta_commits, rli_enabled
+from pyhudi.metadata.writer import (
+    MetadataWriter,
+    mdt_enabled,
+    mdt_max_delta_commits,
+    mdt_max_delta_commits_when_pending,
+    rli_enabled,
+)
 from pyhudi.services.archive import ArchiveOptions, ArchiveResult, archive, auto_archive_enabled
 from pyhudi.services.clean import clean as run_clean
 from pyhudi.services.compact import (
@@ -342,6 +348,7 @@ class WriteTransaction:
         ParquetOptions.from_options(self.options)  # base file options, read in the write tasks
         mdt_enabled(self.options)  # a bad hoodie.metadata.enable is an error before anything is written
         mdt_max_delta_commits(self.options)
+        mdt_max_delta_commits_when_pending(self.options)
         # the services after the commit: a bad option of theirs would fail the write once it committed
         compact_inline(self.options)
         auto_archive_enabled(self.options)
@@ -774,7 +781,8 @@ class WriteTransaction:
         if writer is not None:
             with self._service(job, "metadata_compaction"):
                 tl = self.timeline()
-                writer.maybe_compact(tl, mdt_max_delta_commits(self.options), self.gen.next(floor=tl.latest_time()))
+                writer.maybe_compact(tl, mdt_max_delta_commits(self.options), self.gen.next(floor=tl.latest_time()),
+                                     mdt_max_delta_commits_when_pending(self.options))
         if auto_archive_enabled(self.options):
             with self._service(job, "archive"):
                 archive(self.storage, self.base_path, self.config(), self.options)

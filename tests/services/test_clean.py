@@ -8,7 +8,7 @@ import pytest
 from pyhudi import faults
 from pyhudi.io import avro
 from pyhudi.services.clean import clean, earliest_commit_to_retain, read_clean_metadata, read_clean_plan
-from pyhudi.table.timeline import ActiveTimeline
+from pyhudi.table.timeline import ActiveTimeline, InstantTimeGenerator
 from tests.support.fabricate import Clock, commit, make_table
 from tests.support.storage import LOCAL
 
@@ -16,8 +16,8 @@ P = "region=eu"
 
 
 
-def _versions(base: str, fid: str = "aaaa-0") -> list[str]:
-    return sorted(p.name.rsplit("_", 1)[1].split(".")[0] for p in (Path(base) / P).glob(f"{fid}_*.parquet"))
+def _versions(base: str, fid: str = "aaaa-0", partition: str = P) -> list[str]:
+    return sorted(p.name.rsplit("_", 1)[1].split(".")[0] for p in (Path(base) / partition).glob(f"{fid}_*.parquet"))
 
 
 def _table_with_commits(tmp_path: Path, n: int) -> tuple[str, Clock, list[str]]:
@@ -196,6 +196,88 @@ def test_validate_names_a_clean_that_stopped_after_deleting_files(spark, tmp_pat
     assert rep.ok, rep.to_dict()
 
 
+def _clean_dies_after_deleting(spark, tmp_path: Path, opts: dict[str, str]) -> tuple[str, str, dict]:  # type: ignore[no-untyped-def]
+    """A table of three versions of every file group whose clean died after its metadata deltacommit and its
+    deletes (pending), then three more upserts: (base, the pending clean, the model)."""
+    from pyhudi.table.table import Table
+    from tests.support.robust import apply, rows, to_arrow
+
+    base, model = str(tmp_path / "t"), {}
+    for ts in range(1, 7):
+        batch = rows(range(10), ts=ts, v=float(ts))
+        df = spark.createDataFrame(to_arrow(batch))
+        Table.for_dataframe(base, df, opts).write(df, "upsert", opts)
+        apply(model, "upsert", batch)
+        if ts == 3:
+            with faults.inject("clean.files_deleted"), pytest.raises(faults.InjectedFault):
+                Table.open(base).clean({"hoodie.cleaner.commits.retained": "1"})
+            (pending,) = [i.requested_time for i in Table.open(base).timeline().pending()]
+    return base, pending, model
+
+
+@pytest.mark.spark
+def test_the_metadata_table_is_not_compacted_past_a_pending_clean(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Writes go on while a clean that died after deleting files is pending (cleaning is a job of its own): the
+    metadata table's compaction waits for it, as Hudi's does for any pending data instant up to its latest
+    deltacommit. Compacted then, its new base file left out the clean's block (not valid while the clean was
+    pending) for good: once the clean completed, the metadata table still listed the files it deleted, and when
+    archival took the replacecommit of such a file away, readers opened a file that was gone."""
+    from pyhudi.metadata.partitions import metadata_base_path
+    from pyhudi.metadata.validate import validate_table
+    from pyhudi.table.table import Table
+    from tests.support.robust import OPTS, expected, hudi_rs_read, table_rows
+
+    opts = {**OPTS, "hoodie.clean.automatic": "false", "hoodie.metadata.compact.max.delta.commits": "2"}
+    base, pending, model = _clean_dies_after_deleting(spark, tmp_path, opts)
+    mdt = ActiveTimeline.load(LOCAL, metadata_base_path(base))
+    assert not [i for i in mdt.completed() if i.action == "commit" and i.requested_time > pending]
+    Table.open(base).clean({"hoodie.cleaner.commits.retained": "1"})  # finishes the pending clean, then cleans
+    finished = Table.open(base).timeline().get(pending)
+    assert finished is not None and finished.is_completed
+    rep = validate_table(Table.open(base))
+    assert rep.ok, rep.to_dict()
+    assert table_rows(hudi_rs_read(base)) == expected(model)
+    # held back too long: the write fails after its commit, naming the pending clean
+    from pyhudi.errors import PostCommitError
+    from tests.support.robust import rows, to_arrow
+
+    df = spark.createDataFrame(to_arrow(rows(range(3), ts=9, v=9.0)))
+    Table.open(base).write(df, "upsert", opts)  # a version to clean
+    with faults.inject("clean.files_deleted"), pytest.raises(faults.InjectedFault):
+        Table.open(base).clean({"hoodie.cleaner.commits.retained": "1"})
+    (again,) = [i.requested_time for i in Table.open(base).timeline().pending()]
+    limited = {**opts, "hoodie.metadata.max.deltacommits.when_pending": "1"}
+    with pytest.raises(PostCommitError, match=rf"hoodie.metadata.max.deltacommits.when_pending.*{again} clean"):
+        Table.open(base).write(df, "upsert", limited)
+
+
+@pytest.mark.spark
+def test_a_retried_clean_redoes_its_metadata_deltacommit(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """The clean's metadata deltacommit completed but not the clean, and the metadata table was compacted meanwhile
+    (by a writer that did not wait for the clean, such as pyhudi before it did): finishing the clean redoes its
+    deltacommit, as Hudi's writer redoes a completed deltacommit it applies again, so the listing loses the
+    files the clean deleted. Taking the completed deltacommit for done left them listed."""
+    from pyhudi.metadata.partitions import metadata_base_path
+    from pyhudi.metadata.validate import validate_table
+    from pyhudi.metadata.writer import MetadataWriter
+    from pyhudi.table.table import Table
+    from tests.support.robust import OPTS, expected, hudi_rs_read, table_rows
+
+    opts = {**OPTS, "hoodie.clean.automatic": "false"}
+    base, pending, model = _clean_dies_after_deleting(spark, tmp_path, opts)
+    t = Table.open(base)
+    at = InstantTimeGenerator.for_table(t.config).next(floor=t.timeline().latest_time())
+    MetadataWriter(LOCAL, base, t.config).compact(t.timeline(), at)
+    mdt = ActiveTimeline.load(LOCAL, metadata_base_path(base))
+    assert [i.requested_time for i in mdt.completed() if i.action == "commit"][-1] == at
+    Table.open(base).clean({"hoodie.cleaner.commits.retained": "1"})  # finishes the pending clean, then cleans
+    finished = Table.open(base).timeline().get(pending)
+    assert finished is not None and finished.is_completed
+    rep = validate_table(Table.open(base))
+    assert rep.ok, rep.to_dict()
+    assert table_rows(hudi_rs_read(base)) == expected(model)
+
+
 def test_a_rolled_back_writers_leftover_older_than_the_active_timeline_is_no_file_version(tmp_path: Path) -> None:
     """A writer stalled past its heartbeat, was rolled back, then its task wrote a base file named with its
     instant, and archival has passed that instant since (the file's writer was killed before it could delete it):
@@ -293,6 +375,42 @@ def test_a_savepoints_files_are_never_cleaned(tmp_path: Path) -> None:
         commit(base, clock, {P: [("cccc-0", [("k1", i)])]})
     assert clean(LOCAL, base, None, 10, clock) is not None
     assert _versions(base) == [ts[1]]  # the replaced file group's other versions went, the savepointed one stays
+
+
+def test_a_non_partitioned_tables_clean_records_its_savepoints_for_archival(tmp_path: Path) -> None:
+    """A savepoint kept a replaced file group's files through a clean of a non-partitioned table, then was deleted
+    (Java's ``deleteSavepoint``), and archival ran before the next clean: the clean's plan records the savepoint on
+    this table too, so archival keeps the replacecommit and readers still skip the replaced group. Hudi records it
+    for partitioned tables only; without it the replacecommit was archived and every read (hudi-rs's too) returned
+    the replaced records again."""
+    from pyhudi.services.archive import archive
+    from pyhudi.table.table import Table
+    from pyhudi.table.timeline import SAVEPOINT
+    from tests.support.fabricate import savepoint
+
+    base, clock = make_table(tmp_path / "t", partitioned=False), Clock()
+    ts = [commit(base, clock, {"": [("aaaa-0", [("k1", i), ("k2", i)])]}) for i in range(3)]
+    savepoint(base, clock, ts[1])
+    replace = commit(base, clock, {"": [("cccc-0", [("k9", 0)])]}, replaced={"": ["aaaa-0"]})
+    for i in range(1, 6):
+        commit(base, clock, {"": [("cccc-0", [("k9", i)])]})
+    done = clean(LOCAL, base, None, 1, clock)
+    assert done is not None
+    assert read_clean_plan(ActiveTimeline.load(LOCAL, base), done.requested_time)["extraMetadata"] == {
+        "savepointed_timestamps": ts[1]}
+    assert _versions(base, partition="") == [ts[1]]  # the replaced group's savepointed version stays
+    tl = ActiveTimeline.load(LOCAL, base)
+    for f in tl.all_instant_files:
+        if f.action == SAVEPOINT:
+            LOCAL.delete(tl.path_of(f))
+    archive(LOCAL, base, None, {"hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3"})
+    tl = ActiveTimeline.load(LOCAL, base)
+    assert min(i.requested_time for i in tl.commits()) > ts[0]  # archival ran
+    assert tl.get(replace) is not None
+    assert Table.open(base).to_arrow().column("id").to_pylist() == ["k9"]
+    hudi = pytest.importorskip("hudi")
+    t = pa.Table.from_batches(hudi.HudiTableBuilder.from_base_uri(base).build().read())
+    assert t.column("id").to_pylist() == ["k9"]
 
 
 def test_a_savepoint_without_its_file_list_stops_the_clean(tmp_path: Path) -> None:
