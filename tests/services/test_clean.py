@@ -196,13 +196,22 @@ def test_validate_names_a_clean_that_stopped_after_deleting_files(spark, tmp_pat
     assert rep.ok, rep.to_dict()
 
 
-def _clean_dies_after_deleting(spark, tmp_path: Path, opts: dict[str, str]) -> tuple[str, str, dict]:  # type: ignore[no-untyped-def]
+def _pending_clean_opts() -> dict[str, str]:
+    from tests.support.robust import OPTS
+
+    return {**OPTS, "hoodie.clean.automatic": "false", "hoodie.metadata.compact.max.delta.commits": "2"}
+
+
+@pytest.fixture(scope="module")
+def clean_died(spark, tmp_path_factory) -> tuple[str, str, dict]:  # type: ignore[no-untyped-def]
     """A table of three versions of every file group whose clean died after its metadata deltacommit and its
-    deletes (pending), then three more upserts: (base, the pending clean, the model)."""
+    deletes (pending), then three more upserts (cleaning off, the metadata table due for compaction every two
+    deltacommits): (base, the pending clean, the model). Each test takes a copy."""
     from pyhudi.table.table import Table
     from tests.support.robust import apply, rows, to_arrow
 
-    base, model = str(tmp_path / "t"), {}
+    opts = _pending_clean_opts()
+    base, model = str(tmp_path_factory.mktemp("clean_died") / "t"), {}
     for ts in range(1, 7):
         batch = rows(range(10), ts=ts, v=float(ts))
         df = spark.createDataFrame(to_arrow(batch))
@@ -215,8 +224,17 @@ def _clean_dies_after_deleting(spark, tmp_path: Path, opts: dict[str, str]) -> t
     return base, pending, model
 
 
+def _copy_of(table: tuple[str, str, dict], tmp_path: Path) -> tuple[str, str, dict]:
+    import copy
+    import shutil
+
+    base, pending, model = table
+    shutil.copytree(base, tmp_path / "t")
+    return str(tmp_path / "t"), pending, copy.deepcopy(model)
+
+
 @pytest.mark.spark
-def test_the_metadata_table_is_not_compacted_past_a_pending_clean(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_the_metadata_table_is_not_compacted_past_a_pending_clean(spark, clean_died, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """Writes go on while a clean that died after deleting files is pending (cleaning is a job of its own): the
     metadata table's compaction waits for it, as Hudi's does for any pending data instant up to its latest
     deltacommit. Compacted then, its new base file left out the clean's block (not valid while the clean was
@@ -225,10 +243,10 @@ def test_the_metadata_table_is_not_compacted_past_a_pending_clean(spark, tmp_pat
     from pyhudi.metadata.partitions import metadata_base_path
     from pyhudi.metadata.validate import validate_table
     from pyhudi.table.table import Table
-    from tests.support.robust import OPTS, expected, hudi_rs_read, table_rows
+    from tests.support.robust import expected, hudi_rs_read, table_rows
 
-    opts = {**OPTS, "hoodie.clean.automatic": "false", "hoodie.metadata.compact.max.delta.commits": "2"}
-    base, pending, model = _clean_dies_after_deleting(spark, tmp_path, opts)
+    opts = _pending_clean_opts()
+    base, pending, model = _copy_of(clean_died, tmp_path)
     mdt = ActiveTimeline.load(LOCAL, metadata_base_path(base))
     assert not [i for i in mdt.completed() if i.action == "commit" and i.requested_time > pending]
     Table.open(base).clean({"hoodie.cleaner.commits.retained": "1"})  # finishes the pending clean, then cleans
@@ -252,7 +270,7 @@ def test_the_metadata_table_is_not_compacted_past_a_pending_clean(spark, tmp_pat
 
 
 @pytest.mark.spark
-def test_a_retried_clean_redoes_its_metadata_deltacommit(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_a_retried_clean_redoes_its_metadata_deltacommit(clean_died, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """The clean's metadata deltacommit completed but not the clean, and the metadata table was compacted meanwhile
     (by a writer that did not wait for the clean, such as pyhudi before it did): finishing the clean redoes its
     deltacommit, as Hudi's writer redoes a completed deltacommit it applies again, so the listing loses the
@@ -261,10 +279,9 @@ def test_a_retried_clean_redoes_its_metadata_deltacommit(spark, tmp_path: Path) 
     from pyhudi.metadata.validate import validate_table
     from pyhudi.metadata.writer import MetadataWriter
     from pyhudi.table.table import Table
-    from tests.support.robust import OPTS, expected, hudi_rs_read, table_rows
+    from tests.support.robust import expected, hudi_rs_read, table_rows
 
-    opts = {**OPTS, "hoodie.clean.automatic": "false"}
-    base, pending, model = _clean_dies_after_deleting(spark, tmp_path, opts)
+    base, pending, model = _copy_of(clean_died, tmp_path)
     t = Table.open(base)
     at = InstantTimeGenerator.for_table(t.config).next(floor=t.timeline().latest_time())
     MetadataWriter(LOCAL, base, t.config).compact(t.timeline(), at)
