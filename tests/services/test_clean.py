@@ -233,6 +233,21 @@ def _copy_of(table: tuple[str, str, dict], tmp_path: Path) -> tuple[str, str, di
     return str(tmp_path / "t"), pending, copy.deepcopy(model)
 
 
+def _finish_clean_and_check(base: str, pending: str, model: dict) -> None:
+    """Run the clean again (it finishes the pending one, then cleans), then the metadata table's listing and record
+    index agree with storage and hudi-rs reads the model."""
+    from pyhudi.metadata.validate import validate_table
+    from pyhudi.table.table import Table
+    from tests.support.robust import expected, hudi_rs_read, table_rows
+
+    Table.open(base).clean({"hoodie.cleaner.commits.retained": "1"})
+    finished = Table.open(base).timeline().get(pending)
+    assert finished is not None and finished.is_completed
+    rep = validate_table(Table.open(base))
+    assert rep.ok, rep.to_dict()
+    assert table_rows(hudi_rs_read(base)) == expected(model)
+
+
 @pytest.mark.spark
 def test_the_metadata_table_is_not_compacted_past_a_pending_clean(spark, clean_died, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """Writes go on while a clean that died after deleting files is pending (cleaning is a job of its own): the
@@ -241,20 +256,13 @@ def test_the_metadata_table_is_not_compacted_past_a_pending_clean(spark, clean_d
     pending) for good: once the clean completed, the metadata table still listed the files it deleted, and when
     archival took the replacecommit of such a file away, readers opened a file that was gone."""
     from pyhudi.metadata.partitions import metadata_base_path
-    from pyhudi.metadata.validate import validate_table
     from pyhudi.table.table import Table
-    from tests.support.robust import expected, hudi_rs_read, table_rows
 
     opts = _pending_clean_opts()
     base, pending, model = _copy_of(clean_died, tmp_path)
     mdt = ActiveTimeline.load(LOCAL, metadata_base_path(base))
     assert not [i for i in mdt.completed() if i.action == "commit" and i.requested_time > pending]
-    Table.open(base).clean({"hoodie.cleaner.commits.retained": "1"})  # finishes the pending clean, then cleans
-    finished = Table.open(base).timeline().get(pending)
-    assert finished is not None and finished.is_completed
-    rep = validate_table(Table.open(base))
-    assert rep.ok, rep.to_dict()
-    assert table_rows(hudi_rs_read(base)) == expected(model)
+    _finish_clean_and_check(base, pending, model)
     # held back too long: the write fails after its commit, naming the pending clean
     from pyhudi.errors import PostCommitError
     from tests.support.robust import rows, to_arrow
@@ -276,10 +284,8 @@ def test_a_retried_clean_redoes_its_metadata_deltacommit(clean_died, tmp_path: P
     deltacommit, as Hudi's writer redoes a completed deltacommit it applies again, so the listing loses the
     files the clean deleted. Taking the completed deltacommit for done left them listed."""
     from pyhudi.metadata.partitions import metadata_base_path
-    from pyhudi.metadata.validate import validate_table
     from pyhudi.metadata.writer import MetadataWriter
     from pyhudi.table.table import Table
-    from tests.support.robust import expected, hudi_rs_read, table_rows
 
     base, pending, model = _copy_of(clean_died, tmp_path)
     t = Table.open(base)
@@ -287,12 +293,7 @@ def test_a_retried_clean_redoes_its_metadata_deltacommit(clean_died, tmp_path: P
     MetadataWriter(LOCAL, base, t.config).compact(t.timeline(), at)
     mdt = ActiveTimeline.load(LOCAL, metadata_base_path(base))
     assert [i.requested_time for i in mdt.completed() if i.action == "commit"][-1] == at
-    Table.open(base).clean({"hoodie.cleaner.commits.retained": "1"})  # finishes the pending clean, then cleans
-    finished = Table.open(base).timeline().get(pending)
-    assert finished is not None and finished.is_completed
-    rep = validate_table(Table.open(base))
-    assert rep.ok, rep.to_dict()
-    assert table_rows(hudi_rs_read(base)) == expected(model)
+    _finish_clean_and_check(base, pending, model)
 
 
 def test_a_rolled_back_writers_leftover_older_than_the_active_timeline_is_no_file_version(tmp_path: Path) -> None:
