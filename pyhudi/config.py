@@ -415,9 +415,9 @@ METADATA_COMPACT_MAX_DELTA_COMMITS = Option(
     "Compact the metadata table after this many deltacommits.", section=_MDT)
 METADATA_MAX_DELTA_COMMITS_WHEN_PENDING = Option(
     "hoodie.metadata.max.deltacommits.when_pending", "1000",
-    "Most metadata-table deltacommits since its last compaction while pending data-table instants hold the "
-    "compaction back (it waits for every data instant up to its latest deltacommit); a write past them fails, "
-    "naming the pending instants.", section=_MDT)
+    "Most metadata-table deltacommits since its last compaction while pending data-table instants that have a "
+    "deltacommit there (a clean or write that died after it) hold the compaction back; a write past them fails "
+    "after its commit, naming the pending instants (Hudi's version-6 writer has the same limit).", section=_MDT)
 
 COLUMN_STATS_ENABLE = Option(
     "hoodie.metadata.index.column.stats.enable", "false",

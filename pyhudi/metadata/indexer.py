@@ -29,8 +29,11 @@ Protocol, on the data table's timeline and ``hoodie.properties``:
    ``...partitions.inflight`` to ``hoodie.table.metadata.partitions``, and ``<t>_<c>.indexing`` completes with a
    ``HoodieIndexCommitMetadata``. Readers and taggers use the partition only from here on.
 
-An indexer that died leaves the indexing instant pending: the next build removes its partial partition and
-starts over. Metadata compaction waits while an indexing instant is pending.
+A build keeps a heartbeat of its indexing instant (``.hoodie/.heartbeat/<t>``, as a write does) from before it
+schedules until it completes. An indexer that died (its heartbeat expired, its process gone, or none) leaves the
+indexing instant pending: the next build removes its partial partition and starts over. A build that is still
+running is never taken for dead: another build refuses to start, naming it. Metadata compaction waits while an
+indexing instant is pending.
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ import pyarrow as pa
 
 from pyhudi import config as C
 from pyhudi import faults
-from pyhudi.errors import ConfigError, PyHudiError
+from pyhudi.errors import ConcurrentWriterError, ConfigError, PyHudiError, StorageError
 from pyhudi.io.storage import Storage
 from pyhudi.metadata.partitions import (
     DRIVER_TOKEN,
@@ -86,6 +89,8 @@ from pyhudi.table.timeline import (
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from pyhudi.txn.heartbeat import Heartbeat
 
 #: the fault points (:mod:`pyhudi.faults`) reached as each phase of an async build starts
 PHASES = ("index.schedule", "index.snapshot", "index.build", "index.catch_up", "index.complete")
@@ -195,6 +200,7 @@ class AsyncRecordIndexBuilder:
         self.meta = posixpath.join(self.base_path, METAFOLDER)
         self.timeout_s = _check_timeout(self.options)
         self.caught_up: list[str] = []  # commits whose key changes the catch-up applied
+        self.heartbeat: Heartbeat | None = None  #: the heartbeat of this build's indexing instant, once scheduled
 
     def _config(self) -> TableConfig:
         return read_table_config(self.storage, self.meta)
@@ -225,6 +231,7 @@ class AsyncRecordIndexBuilder:
         if RECORD_INDEX in cfg.metadata_partitions:
             raise PyHudiError(f"{self.base_path} already has a record index")
         if pending_indexing(tl) is not None or RECORD_INDEX in cfg.metadata_partitions_inflight:
+            self._refuse_live_build(tl)
             self.abort(tl)
             tl = tl.reload()
             cfg = self._config()
@@ -237,7 +244,15 @@ class AsyncRecordIndexBuilder:
         counts = record_counts(tl, names, _archived(self.storage, self.base_path, cfg))
         n = num_file_groups or estimate_file_groups(sum(counts.get(f, 0) for f in names), self.options)
         latest = tl.completed().last()
-        instant = self.gen.next(floor=tl.latest_time())
+        instant = self._reserve(tl)
+        try:
+            return self._schedule_at(instant, tl, latest, n)
+        except BaseException:
+            assert self.heartbeat is not None
+            self.heartbeat.abort()
+            raise
+
+    def _schedule_at(self, instant: str, tl: ActiveTimeline, latest: Instant | None, n: int) -> IndexingPlan:
         info = {
             "version": 1,
             "metadataPartitionPath": RECORD_INDEX,
@@ -253,6 +268,16 @@ class AsyncRecordIndexBuilder:
         return IndexingPlan(instant, latest.requested_time if latest else None, n)
 
     def run(self, plan: IndexingPlan) -> None:
+        try:
+            self._run(plan)
+        except BaseException:
+            if self.heartbeat is not None:  # the build failed in this living process: the next one may take over
+                self.heartbeat.abort()
+            raise
+        if self.heartbeat is not None:
+            self.heartbeat.stop()
+
+    def _run(self, plan: IndexingPlan) -> None:
         from pyhudi.spark.session import get_spark
 
         faults.at("index.snapshot")
@@ -303,6 +328,38 @@ class AsyncRecordIndexBuilder:
                 self.storage.delete(timeline.path_of(inst))
 
     # -- steps --------------------------------------------------------------------------------------------
+    def _reserve(self, tl: ActiveTimeline) -> str:
+        """The build's instant time, held by its heartbeat (started here, kept until the build ends) before the
+        instant appears on the timeline."""
+        from pyhudi.txn.heartbeat import Heartbeat, HeartbeatConfig, heartbeat_instants
+
+        config = HeartbeatConfig.from_options(self.options)
+        floor = max(filter(None, [tl.latest_time(), *heartbeat_instants(self.storage, self.base_path)]), default=None)
+        for _ in range(100):
+            t = self.gen.next(floor=floor)
+            try:
+                self.heartbeat = Heartbeat.reserve(self.storage, self.base_path, t, config).start()
+                return t
+            except StorageError:  # another process took that time meanwhile
+                floor = t
+        raise PyHudiError(f"{self.base_path}: no free instant time for the index build")
+
+    def _refuse_live_build(self, tl: ActiveTimeline) -> None:
+        """PyHudiError if a pending indexing instant belongs to a build that is still running (its heartbeat fresh
+        and its process, on this host, alive). A pending build without a heartbeat died (every build keeps one
+        from before its instant appears)."""
+        from pyhudi.txn.heartbeat import HeartbeatConfig, heartbeat_path, writer_status
+
+        config = HeartbeatConfig.from_options(self.options)
+        for inst in tl.by_action(INDEXING).pending():
+            if not self.storage.exists(heartbeat_path(self.base_path, inst.requested_time)):
+                continue
+            status = writer_status(self.storage, self.base_path, inst.requested_time, config, zone=self.gen.zone)
+            if not status.is_dead:
+                raise ConcurrentWriterError(
+                    f"{self.base_path}: the record index is being built by another indexer (indexing instant "
+                    f"{inst.requested_time}, {status.reason}); wait for it to finish")
+
     def _inflight_with(self) -> str:
         cur = self._config().metadata_partitions_inflight
         return ",".join([*(p for p in cur if p != RECORD_INDEX), RECORD_INDEX])

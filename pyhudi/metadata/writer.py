@@ -551,6 +551,9 @@ class MetadataWriter:
         every file group gets a log file) as the deltacommit ``instant``."""
         tl = self.timeline()
         existing = tl.get(instant)
+        if existing is not None and existing.action != DELTA_COMMIT:
+            raise PyHudiError(f"{self.mdt_path}: instant {instant} is a {existing.action} of the metadata table, not "
+                              "a deltacommit: it cannot take the data table's instant of that time")
         if existing is not None:
             # a retried instant (a clean that died after its deltacommit, or during it) is redone, as Hudi's
             # commitInternal redoes it: what the first attempt wrote may be gone from the latest file slices since
@@ -624,11 +627,12 @@ class MetadataWriter:
                       max_when_pending: int | None = None) -> Instant | None:
         """Compact the metadata table once it has ``max_delta_commits`` deltacommits since its last compaction.
 
-        Not while a data-table instant requested at or before its latest deltacommit is pending (Hudi's
-        ``validateTimelineBeforeSchedulingCompaction``): a compacted base file stands for every data instant up to
-        it, and a pending instant's blocks are not valid yet, so they would be left out of it for good (a clean that
-        died after its deltacommit, then finished, would leave its deleted files listed). More than
-        ``max_when_pending`` deltacommits held back that way fail the write, naming the pending instants."""
+        Not while a pending data-table instant has a deltacommit here (a clean or write that died after its
+        deltacommit): its blocks are not valid yet, so the new base file would leave them out for good, and a clean
+        that then finished would leave the files it deleted listed. Hudi 1.x compacts only up to before such an
+        instant instead; its version-6 writer waits as here. A pending instant with no deltacommit here yet holds
+        nothing back: its blocks will be written into the new file slice. More than ``max_when_pending``
+        deltacommits held back fail the write, naming the pending instants."""
         if data_timeline.by_action(INDEXING).pending():
             return None  # an async index build is writing a partition: compaction waits for it
         self.recover_compactions()
@@ -636,8 +640,8 @@ class MetadataWriter:
         done = list(tl.completed())
         last_compaction = max((i.requested_time for i in done if i.action == COMMIT), default="")
         deltas = [i for i in done if i.action == DELTA_COMMIT and i.requested_time > last_compaction]
-        latest = max((i.requested_time for i in deltas), default="")
-        held = [i for i in data_timeline.pending() if i.requested_time <= latest]
+        here = {i.requested_time for i in tl if i.action == DELTA_COMMIT}
+        held = [i for i in data_timeline.pending() if i.requested_time in here]
         if held:
             if max_when_pending is not None and len(deltas) > max_when_pending:
                 raise PyHudiError(

@@ -16,7 +16,8 @@ Planning (apache/hudi ``CleanerUtils.getEarliestCommitToRetain``, ``CleanPlanner
 - Savepoints: a file slice holding a file that a completed savepoint names (``HoodieSavepointMetadata``
   ``partitionMetadata[p].savepointDataFile``, a base or log file name; a Java writer's savepoint) is never cleaned,
   replaced or not: a restore to the savepoint reads it. The plan's ``extraMetadata`` records the savepoints it
-  honoured as ``savepointed_timestamps`` (comma-separated, partitioned tables only), which archival reads.
+  honoured as ``savepointed_timestamps`` (comma-separated; Hudi records them for partitioned tables only, pyhudi
+  on every table), which archival reads.
 - Only files of completed instants (or of instants older than the active timeline) are considered.
 - No plan, no instant, when there is nothing to delete.
 

@@ -217,6 +217,44 @@ def test_indexer_that_dies_is_restarted(spark, tmp_path: Path) -> None:  # type:
     _check(base, model)
 
 
+def test_a_running_build_is_not_taken_for_dead(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A second build while one runs refuses, naming the running one (its heartbeat is fresh), and changes nothing;
+    the running build completes. The second used to take any pending build for a dead one and remove it: the
+    first then completed an index missing the keys written meanwhile."""
+    from pyhudi.errors import ConcurrentWriterError
+
+    base = str(tmp_path / "t")
+    model = _seed(spark, base)
+    building, release = threading.Event(), threading.Event()
+
+    def hold(point: str) -> None:
+        building.set()
+        assert release.wait(300)
+
+    errors: list[BaseException] = []
+
+    def first() -> None:
+        try:
+            AsyncRecordIndexBuilder(LOCAL, base, OPTS, spark=spark).build(num_file_groups=2)
+        except BaseException as e:  # reported below
+            errors.append(e)
+
+    with faults.inject("index.build", hold):
+        runner = threading.Thread(target=first)
+        runner.start()
+        try:
+            assert building.wait(300)
+            (inst,) = Table.open(base).timeline().by_action(INDEXING).pending()
+            with pytest.raises(ConcurrentWriterError, match=rf"indexing instant {inst.requested_time}"):
+                AsyncRecordIndexBuilder(LOCAL, base, OPTS, spark=spark).build(num_file_groups=1)
+            assert list(Table.open(base).timeline().by_action(INDEXING).pending()) == [inst]
+        finally:
+            release.set()
+            runner.join(600)
+    assert not errors, errors
+    _check(base, model)
+
+
 @pytest.mark.parametrize("mode", ["single_writer", "optimistic"])
 def test_writer_begun_before_the_build_was_scheduled(spark, tmp_path: Path, mode: str) -> None:  # type: ignore[no-untyped-def]
     """A write reads its timeline when it begins and prepares the metadata table when it starts. An index build
