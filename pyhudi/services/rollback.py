@@ -217,6 +217,29 @@ def _drop_stale_rollback(storage: Storage, base_path: str, timeline: ActiveTimel
             timeline.storage.delete(timeline.path_of(inst), missing_ok=True)
 
 
+def _refuse_past_metadata_compaction(storage: Storage, base_path: str, timeline: ActiveTimeline, rollback: Instant,
+                                     target: str) -> None:
+    """PyHudiError, before anything changes, for a rollback of the completed commit ``target`` whose metadata
+    deltacommit completed before the metadata table's latest compaction (as Hudi's ``validateRollback``): the
+    compacted base files hold its files and record-index entries, which rolling back its deltacommit's log files
+    cannot take out, so the listing would keep the files the rollback deletes. A restore is the way back."""
+    mdt = metadata_table_of(storage, base_path)
+    if mdt is None:
+        return
+    tl = ActiveTimeline.load(storage, mdt)
+    delta = next((i for i in _instant_files(tl, target) if i.is_completed), None)
+    compactions = [i for i in tl.completed() if i.action == COMMIT]
+    if delta is None or not compactions:
+        return
+    latest = max(compactions, key=lambda i: i.requested_time)
+    done = delta.completion_time or delta.requested_time
+    if len(done) == len(latest.requested_time) and done <= latest.requested_time:
+        raise PyHudiError(
+            f"{base_path}: rollback {rollback.requested_time} ({timeline.path_of(rollback)}) of the completed commit "
+            f"{target} is refused: the metadata table was compacted after it ({latest.requested_time}), so its files "
+            "and record-index entries are in the compacted base files; restore to a savepoint before it instead")
+
+
 def _roll_back_metadata(storage: Storage, base_path: str, target: str, rollback_time: str, source: TimeSource) -> None:
     """Roll back the metadata table's deltacommit of the data instant ``target`` (completed or not), as a
     rollback instant with the data rollback's time, before the data rollback completes: readers treat the
@@ -255,6 +278,9 @@ def _execute(
         assert done_target is not None
         _drop_stale_rollback(storage, base_path, timeline, rollback_instant, done_target)
         return None
+
+    if done_target is not None and not is_metadata_table(base_path):
+        _refuse_past_metadata_compaction(storage, base_path, timeline, rollback_instant, t)
 
     inflight = rollback_instant
     if rollback_instant.state == State.REQUESTED:

@@ -295,3 +295,40 @@ def test_a_rollback_of_a_completed_commit_stopped_part_way_is_finished(tmp_path:
     tl = ActiveTimeline.load(LOCAL, base)
     assert tl.get(bad) is None and tl.get(good).is_completed
     assert _data_files(base) == [f"region=eu/aaaa-0_0-1-0_{good}.parquet"]
+
+
+@pytest.mark.spark
+def test_a_rollback_of_a_commit_the_metadata_table_compacted_is_refused(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A pending rollback of a completed commit (as Apache Hudi plans one) whose metadata deltacommit the metadata
+    table has compacted since: refused by name before anything changes, as Hudi's ``validateRollback`` refuses it
+    (a restore is the way back). Carried out, it deleted the commit's files while the compacted base files kept
+    listing them and kept its keys in the record index."""
+    from pyhudi.errors import PyHudiError
+    from pyhudi.metadata.partitions import metadata_base_path
+    from pyhudi.metadata.validate import validate_table
+    from pyhudi.services.rollback import plan_rollback
+    from pyhudi.table.table import Table
+    from pyhudi.table.timeline import ROLLBACK, InstantTimeGenerator
+    from tests.support.robust import OPTS, apply, expected, hudi_rs_read, rows, table_rows, to_arrow
+
+    base, model = str(tmp_path / "t"), {}
+    opts = {**OPTS, "hoodie.metadata.compact.max.delta.commits": "2"}
+    for ts in range(1, 6):
+        batch = rows(range(ts, ts + 6), ts=ts, v=float(ts))
+        df = spark.createDataFrame(to_arrow(batch))
+        target = Table.for_dataframe(base, df, opts).write(df, "upsert", opts).instant
+        apply(model, "upsert", batch)
+        mdt = ActiveTimeline.load(LOCAL, metadata_base_path(base))
+        if any(i.action == "commit" and i.requested_time > target for i in mdt.completed()):
+            break
+    else:
+        pytest.fail("the metadata table never compacted after a commit")
+    t = Table.open(base)
+    tl = t.timeline()
+    r = InstantTimeGenerator.for_table(t.config).next(floor=tl.latest_time())
+    tl.create_requested(ROLLBACK, r, plan_rollback(LOCAL, base, target, "commit"))
+    with pytest.raises(PyHudiError, match=rf"rollback {r} .* of the completed commit {target} is refused"):
+        rollback_failed_writes(LOCAL, base, None, InstantTimeGenerator.for_table(t.config))
+    assert Table.open(base).timeline().get(target).is_completed
+    assert validate_table(Table.open(base)).ok
+    assert table_rows(hudi_rs_read(base)) == expected(model)
