@@ -315,6 +315,12 @@ def plan_archival(
         c = _retain_for_data_timeline(data_timeline)
         if c is not None:
             candidates.append((c, f"data table keeps {c.action} {c.requested_time} on its active timeline"))
+        # beyond Hudi's bound: the deltacommit of every data instant still active stays too (a clean requested
+        # before the earliest commit and completed late): hudi-rs reads no block whose deltacommit is archived,
+        # and listed the files such a clean deleted
+        first = _first(list(data_timeline))
+        if first is not None:
+            candidates.append((first, f"data table keeps {first.action} {first.requested_time} on its active timeline"))
 
     bound: Instant | None = None
     reason = f"keeping {lo} completed commits"

@@ -224,6 +224,17 @@ def test_metadata_table_rules(tmp_path: Path) -> None:
     data2.done(n=2)
     p = plan_archival(mdt.tl, ArchiveLimits(2, 4), data_timeline=data2.tl, max_delta_commits=1)
     assert p.commits and all(i.requested_time < pend for i in p.commits)
+    # a completed data clean still active, requested before the data table's earliest commit (it completed late):
+    # its deltacommit stays too (hudi-rs reads no block of an archived deltacommit; it listed the deleted files)
+    from pyhudi.table.timeline import parse_instant_time
+
+    data3 = Fab(tmp_path, "data3")
+    data3.clock.ms = parse_instant_time(k) - 1000
+    assert data3.clean(d[0]) == k
+    data3.clock = data.clock
+    data3.done(n=2)
+    p = plan_archival(mdt.tl, ArchiveLimits(2, 4), data_timeline=data3.tl, max_delta_commits=1)
+    assert [i.requested_time for i in p.commits] == d[:4]
 
 
 def test_compaction_retention(tmp_path: Path) -> None:
