@@ -32,8 +32,9 @@ Protocol, on the data table's timeline and ``hoodie.properties``:
 A build keeps a heartbeat of its indexing instant (``.hoodie/.heartbeat/<t>``, as a write does) from before it
 schedules until it completes. An indexer that died (its heartbeat expired, its process gone, or none) leaves the
 indexing instant pending: the next build removes its partial partition and starts over. A build that is still
-running is never taken for dead: another build refuses to start, naming it. Metadata compaction waits while an
-indexing instant is pending.
+running is never taken for dead: another build refuses to start, naming it. A build that stalled past its
+heartbeat and was taken for dead finds its indexing instant gone and stops before it writes the partition's files
+or completes. Metadata compaction waits while an indexing instant is pending.
 """
 
 from __future__ import annotations
@@ -291,14 +292,28 @@ class AsyncRecordIndexBuilder:
 
         def write_files() -> dict[str, list[dict[str, Any]]]:
             faults.at("index.build")
+            self._check_still_ours(plan)
             built = _write_base_files(spark, self.storage, self.base_path, cfg, snapshot, view, plan.file_groups)
             faults.at("index.catch_up")
             return {RECORD_INDEX: built + self._catch_up(plan, done_at_snapshot)}
 
+        self._check_still_ours(plan)
         writer.create_record_index(RLI_INIT_INSTANT, write_files, plan.file_groups)
         faults.at("index.complete")
         with self.lock():
+            self._check_still_ours(plan)
             self._complete(plan)
+
+    def _check_still_ours(self, plan: IndexingPlan) -> None:
+        """PyHudiError if this build's indexing instant is no longer pending, or its heartbeat expired (it stalled,
+        and another build may have taken it for dead and started over): it stops before it writes the partition's
+        files or completes, where it would overwrite the other build's index."""
+        if not any(i.requested_time == plan.instant for i in self._timeline().by_action(INDEXING).pending()):
+            raise ConcurrentWriterError(
+                f"{self.base_path}: the indexing instant {plan.instant} of this build is gone (another build took "
+                "this one for dead, having seen its heartbeat expire, and started over); this build is abandoned")
+        if self.heartbeat is not None:
+            self.heartbeat.check()
 
     def _complete(self, plan: IndexingPlan) -> None:
         """The partition becomes available and the indexing instant completes."""

@@ -255,6 +255,47 @@ def test_a_running_build_is_not_taken_for_dead(spark, tmp_path: Path) -> None:  
     _check(base, model)
 
 
+def test_a_build_taken_for_dead_stops_before_it_writes(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A build that stalled past its heartbeat was taken for dead: another build removed it, wrote a keys written
+    meanwhile into its index and completed. The stalled one, resuming, stops before it writes anything (its
+    indexing instant is gone); it used to write its older snapshot's base files over the other's index, which then
+    lacked the keys written meanwhile."""
+    from pyhudi.errors import ConcurrentWriterError
+
+    base = str(tmp_path / "t")
+    model = _seed(spark, base)
+    building, release = threading.Event(), threading.Event()
+
+    def hold(point: str) -> None:
+        if threading.current_thread().name == "stalled":
+            building.set()
+            assert release.wait(300)
+
+    errors: list[BaseException] = []
+
+    def stalled() -> None:
+        try:
+            AsyncRecordIndexBuilder(LOCAL, base, OPTS, spark=spark).build(num_file_groups=1)
+        except BaseException as e:  # reported below
+            errors.append(e)
+
+    with faults.inject("index.build", hold):
+        runner = threading.Thread(target=stalled, name="stalled")
+        runner.start()
+        try:
+            assert building.wait(300)
+            _write(spark, base, model, 1)  # keys the stalled build's snapshot lacks
+            taker = AsyncRecordIndexBuilder(LOCAL, base, OPTS, spark=spark)
+            taker.abort(Table.open(base).timeline())  # as a build that found its heartbeat expired does
+            taker.build(num_file_groups=1)
+        finally:
+            release.set()
+            runner.join(600)
+    assert len(errors) == 1 and isinstance(errors[0], ConcurrentWriterError), errors
+    assert "is gone" in str(errors[0])
+    _check(base, model)
+
+
 @pytest.mark.parametrize("mode", ["single_writer", "optimistic"])
 def test_writer_begun_before_the_build_was_scheduled(spark, tmp_path: Path, mode: str) -> None:  # type: ignore[no-untyped-def]
     """A write reads its timeline when it begins and prepares the metadata table when it starts. An index build
