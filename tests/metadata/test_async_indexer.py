@@ -4,9 +4,11 @@ indexer that dies midway; every run ends with a record index that agrees with th
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -217,6 +219,35 @@ def test_indexer_that_dies_is_restarted(spark, tmp_path: Path) -> None:  # type:
     _check(base, model)
 
 
+@contextlib.contextmanager
+def _held_build(spark, base: str, num_file_groups: int) -> Iterator[list[BaseException]]:  # type: ignore[no-untyped-def]
+    """A build in a thread of its own, held at ``index.build`` while the block runs, then released and joined;
+    yields the list its error goes to."""
+    building, release = threading.Event(), threading.Event()
+    errors: list[BaseException] = []
+
+    def hold(point: str) -> None:
+        if threading.current_thread().name == "held build":
+            building.set()
+            assert release.wait(300)
+
+    def run() -> None:
+        try:
+            AsyncRecordIndexBuilder(LOCAL, base, OPTS, spark=spark).build(num_file_groups=num_file_groups)
+        except BaseException as e:  # reported to the caller
+            errors.append(e)
+
+    with faults.inject("index.build", hold):
+        runner = threading.Thread(target=run, name="held build")
+        runner.start()
+        try:
+            assert building.wait(300)
+            yield errors
+        finally:
+            release.set()
+            runner.join(600)
+
+
 def test_a_running_build_is_not_taken_for_dead(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """A second build while one runs refuses, naming the running one (its heartbeat is fresh), and changes nothing;
     the running build completes. The second used to take any pending build for a dead one and remove it: the
@@ -225,38 +256,17 @@ def test_a_running_build_is_not_taken_for_dead(spark, tmp_path: Path) -> None:  
 
     base = str(tmp_path / "t")
     model = _seed(spark, base)
-    building, release = threading.Event(), threading.Event()
-
-    def hold(point: str) -> None:
-        building.set()
-        assert release.wait(300)
-
-    errors: list[BaseException] = []
-
-    def first() -> None:
-        try:
-            AsyncRecordIndexBuilder(LOCAL, base, OPTS, spark=spark).build(num_file_groups=2)
-        except BaseException as e:  # reported below
-            errors.append(e)
-
-    with faults.inject("index.build", hold):
-        runner = threading.Thread(target=first)
-        runner.start()
-        try:
-            assert building.wait(300)
-            (inst,) = Table.open(base).timeline().by_action(INDEXING).pending()
-            with pytest.raises(ConcurrentWriterError, match=rf"indexing instant {inst.requested_time}"):
-                AsyncRecordIndexBuilder(LOCAL, base, OPTS, spark=spark).build(num_file_groups=1)
-            assert list(Table.open(base).timeline().by_action(INDEXING).pending()) == [inst]
-        finally:
-            release.set()
-            runner.join(600)
+    with _held_build(spark, base, 2) as errors:
+        (inst,) = Table.open(base).timeline().by_action(INDEXING).pending()
+        with pytest.raises(ConcurrentWriterError, match=rf"indexing instant {inst.requested_time}"):
+            AsyncRecordIndexBuilder(LOCAL, base, OPTS, spark=spark).build(num_file_groups=1)
+        assert list(Table.open(base).timeline().by_action(INDEXING).pending()) == [inst]
     assert not errors, errors
     _check(base, model)
 
 
 def test_a_build_taken_for_dead_stops_before_it_writes(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    """A build that stalled past its heartbeat was taken for dead: another build removed it, wrote a keys written
+    """A build that stalled past its heartbeat was taken for dead: another build removed it, wrote the keys written
     meanwhile into its index and completed. The stalled one, resuming, stops before it writes anything (its
     indexing instant is gone); it used to write its older snapshot's base files over the other's index, which then
     lacked the keys written meanwhile."""
@@ -264,33 +274,11 @@ def test_a_build_taken_for_dead_stops_before_it_writes(spark, tmp_path: Path) ->
 
     base = str(tmp_path / "t")
     model = _seed(spark, base)
-    building, release = threading.Event(), threading.Event()
-
-    def hold(point: str) -> None:
-        if threading.current_thread().name == "stalled":
-            building.set()
-            assert release.wait(300)
-
-    errors: list[BaseException] = []
-
-    def stalled() -> None:
-        try:
-            AsyncRecordIndexBuilder(LOCAL, base, OPTS, spark=spark).build(num_file_groups=1)
-        except BaseException as e:  # reported below
-            errors.append(e)
-
-    with faults.inject("index.build", hold):
-        runner = threading.Thread(target=stalled, name="stalled")
-        runner.start()
-        try:
-            assert building.wait(300)
-            _write(spark, base, model, 1)  # keys the stalled build's snapshot lacks
-            taker = AsyncRecordIndexBuilder(LOCAL, base, OPTS, spark=spark)
-            taker.abort(Table.open(base).timeline())  # as a build that found its heartbeat expired does
-            taker.build(num_file_groups=1)
-        finally:
-            release.set()
-            runner.join(600)
+    with _held_build(spark, base, 1) as errors:
+        _write(spark, base, model, 1)  # keys the stalled build's snapshot lacks
+        taker = AsyncRecordIndexBuilder(LOCAL, base, OPTS, spark=spark)
+        taker.abort(Table.open(base).timeline())  # as a build that found its heartbeat expired does
+        taker.build(num_file_groups=1)
     assert len(errors) == 1 and isinstance(errors[0], ConcurrentWriterError), errors
     assert "is gone" in str(errors[0])
     _check(base, model)
