@@ -52,7 +52,7 @@ import pyarrow as pa
 
 from pyhudi import config as C
 from pyhudi import faults
-from pyhudi.errors import ConcurrentWriterError, ConfigError, PyHudiError, StorageError
+from pyhudi.errors import ConcurrentWriterError, ConfigError, PyHudiError
 from pyhudi.io.storage import Storage
 from pyhudi.metadata.partitions import (
     DRIVER_TOKEN,
@@ -346,18 +346,11 @@ class AsyncRecordIndexBuilder:
     def _reserve(self, tl: ActiveTimeline) -> str:
         """The build's instant time, held by its heartbeat (started here, kept until the build ends) before the
         instant appears on the timeline."""
-        from pyhudi.txn.heartbeat import Heartbeat, HeartbeatConfig, heartbeat_instants
+        from pyhudi.txn.heartbeat import Heartbeat, HeartbeatConfig
 
         config = HeartbeatConfig.from_options(self.options)
-        floor = max(filter(None, [tl.latest_time(), *heartbeat_instants(self.storage, self.base_path)]), default=None)
-        for _ in range(100):
-            t = self.gen.next(floor=floor)
-            try:
-                self.heartbeat = Heartbeat.reserve(self.storage, self.base_path, t, config).start()
-                return t
-            except StorageError:  # another process took that time meanwhile
-                floor = t
-        raise PyHudiError(f"{self.base_path}: no free instant time for the index build")
+        self.heartbeat = Heartbeat.reserve_next(self.storage, self.base_path, self.gen, tl.latest_time(), config).start()
+        return self.heartbeat.instant
 
     def _refuse_live_build(self, tl: ActiveTimeline) -> None:
         """PyHudiError if a pending indexing instant belongs to a build that is still running (its heartbeat fresh

@@ -35,7 +35,7 @@ from pyhudi import config as C
 from pyhudi.errors import PyHudiError, StorageError
 from pyhudi.io.storage import Storage
 from pyhudi.table.properties import METAFOLDER
-from pyhudi.table.timeline import parse_instant_time
+from pyhudi.table.timeline import InstantTimeGenerator, parse_instant_time
 
 HEARTBEAT_FOLDER = ".heartbeat"
 WRITER = "pyhudi"
@@ -213,6 +213,20 @@ class Heartbeat:
         hb = cls(storage, base_path, instant, config)
         storage.write_bytes(hb.path, _content(hb.owner, instant, LIVE), overwrite=False)
         return hb
+
+    @classmethod
+    def reserve_next(cls, storage: Storage, base_path: str, gen: InstantTimeGenerator, latest: str | None,
+                     config: HeartbeatConfig) -> Heartbeat:
+        """Reserve a fresh instant time: later than ``latest`` (the timeline's newest time) and every time another
+        writer holds a heartbeat for, retried past times that another process takes meanwhile."""
+        floor = max(filter(None, [latest, *heartbeat_instants(storage, base_path)]), default=None)
+        for _ in range(100):
+            t = gen.next(floor=floor)
+            try:
+                return cls.reserve(storage, base_path, t, config)
+            except StorageError:  # another writer took this time
+                floor = t
+        raise PyHudiError(f"{base_path}: could not reserve an instant time")
 
     def beat(self) -> None:
         with self._lock:

@@ -49,7 +49,6 @@ from pyhudi.errors import (
     ConfigError,
     PostCommitError,
     PyHudiError,
-    StorageError,
     UnsupportedTableError,
 )
 from pyhudi.io.bloom import BloomFilter
@@ -493,17 +492,9 @@ class WriteTransaction:
                 delete_heartbeat(self.storage, self.base_path, t)
 
     def _reserve(self, tl: ActiveTimeline) -> None:
-        floor = max(filter(None, [tl.latest_time(), *heartbeat_instants(self.storage, self.base_path)]), default=None)
-        for _ in range(100):
-            t = self.gen.next(floor=floor)
-            try:
-                self.heartbeat = Heartbeat.reserve(self.storage, self.base_path, t, self.concurrency.heartbeat)
-            except StorageError:  # another writer took this time
-                floor = t
-                continue
-            self.instant = t
-            return
-        raise PyHudiError(f"{self.base_path}: could not reserve an instant time")
+        self.heartbeat = Heartbeat.reserve_next(self.storage, self.base_path, self.gen, tl.latest_time(),
+                                                self.concurrency.heartbeat)
+        self.instant = self.heartbeat.instant
 
     # -- 2. start ----------------------------------------------------------------------------------------------
     def start(self, producer: WriteProducer) -> None:
