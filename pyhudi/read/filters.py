@@ -37,7 +37,11 @@ _GAP_END = _dt.date(1582, 10, 15)
 
 def _known(v: Any) -> bool:
     """Whether a filter value from PySpark is the query's literal (not a string whose bytes were not UTF-8, nor a
-    date or time the Julian gap may have moved)."""
+    date or time the Julian gap may have moved, nor a decimal PySpark may have rounded: it decodes a literal as
+    its unscaled integer times a power of ten in the thread's decimal context, 28 significant digits by default,
+    so a literal of ``decimal(38, s)`` with more digits arrives rounded to that many)."""
+    if isinstance(v, decimal.Decimal):
+        return v.is_finite() and len(v.as_tuple().digits) < decimal.getcontext().prec
     if isinstance(v, str):
         return _REPLACEMENT not in v
     if isinstance(v, _dt.datetime):

@@ -89,6 +89,19 @@ def test_from_spark() -> None:
     assert got[0][1] == Pred("a", EQ, 1) and got[1][1] is None and got[2][1] is None
 
 
+def test_from_spark_leaves_out_decimals_pyspark_may_have_rounded() -> None:
+    """PySpark decodes a literal's unscaled value times a power of ten in the default decimal context (28
+    significant digits): a literal of more digits reaches the source rounded, and pruning with it would lose the
+    rows equal to the real literal; such a value prunes nothing (Spark evaluates the filter)."""
+    EqualTo = type("EqualTo", (_F,), {})
+    In = type("In", (_F,), {})
+    rounded = decimal.Decimal(123456789012345678901234567890) * decimal.Decimal(10) ** -10  # what PySpark hands
+    assert len(rounded.as_tuple().digits) == 28 and rounded != decimal.Decimal("12345678901234567890.1234567890")
+    exact = decimal.Decimal("1234567890123456789012345.67")  # 27 digits: exact in the default context
+    got = from_spark([EqualTo(("d",), rounded), In(("d",), (exact, rounded)), EqualTo(("d",), exact)])
+    assert got[0][1] is None and got[1][1] is None and got[2][1] == Pred("d", EQ, exact)
+
+
 def test_partition_values() -> None:
     assert partition_values("2026/06/01", ["dt"], hive_style=False, url_encode=False) == {"dt": "2026/06/01"}
     assert partition_values("dt=2026/06/01", ["dt"], hive_style=True, url_encode=False) == {"dt": "2026/06/01"}
