@@ -40,7 +40,7 @@ import pyarrow as pa
 
 from pyhudi.errors import InvalidInputError, UnsupportedTableError
 from pyhudi.table.internal_schema import Array, InternalSchema, IType, Map, Record, SchemaOnRead
-from pyhudi.table.schema import INPUT_META_COLUMNS, avro_primitive
+from pyhudi.table.schema import INPUT_META_COLUMNS, arrow_to_avro, avro_primitive
 
 #: Avro's schema-resolution promotions: writer type -> reader types that can read it
 PROMOTIONS: dict[str, frozenset[str]] = {
@@ -251,7 +251,12 @@ def writer_schema(table: pa.Schema, incoming: pa.Schema, *, reconcile: bool, whe
     it."""
     tf = [f for f in table if f.name not in INPUT_META_COLUMNS]
     inf = [f for f in incoming if f.name not in INPUT_META_COLUMNS]
-    return pa.schema(_Evolver(reconcile, where).fields(tf, inf, ""))
+    out = pa.schema(_Evolver(reconcile, where).fields(tf, inf, ""))
+    try:  # a column Avro cannot hold (Spark's NullType, intervals) is refused before the write begins
+        arrow_to_avro(out, "record", "hoodie")
+    except InvalidInputError as e:
+        raise InvalidInputError(f"{where}: {e}; nothing was written") from None
+    return out
 
 
 def check_key_types(table: pa.Schema, incoming: pa.Schema, fields: Sequence[str], where: str) -> None:

@@ -139,6 +139,15 @@ CASES = {
     "map_with_int_keys": (lambda: _with_column(pa.field("m", pa.map_(pa.int32(), pa.string())), [[(7, "v")], None]),
                           "upsert", {}, InvalidInputError,
                           r"column 'm' is a map with int32 keys, but Avro maps.*nothing was written$"),
+    # a column of a type Avro has none for (Spark's NullType of F.lit(None), a day-time interval): refused before
+    # the write begins, not when its commit records the schema
+    "null_type_column": (lambda: _with_column(pa.field("nn", pa.null()), [None, None]), "upsert", {},
+                         InvalidInputError, r"column 'nn' has type null, which Hudi tables cannot store.*nothing was "
+                         r"written$"),
+    "null_type_column_bulk_insert": (lambda: _with_column(pa.field("nn", pa.null()), [None, None]), "bulk_insert", {},
+                                     InvalidInputError, r"column 'nn' has type null.*nothing was written$"),
+    "interval_column_insert": (lambda: _with_column(pa.field("iv", pa.duration("us")), [1, 2]), "insert", {},
+                               InvalidInputError, r"column 'iv' has type duration\[us\].*nothing was written$"),
     # Hudi's delete marker is a boolean: another type is refused on the driver, not by a write task
     "is_deleted_a_string": (lambda: _with_column(pa.field("_hoodie_is_deleted", pa.string()), ["true", "false"]),
                             "upsert", {}, InvalidInputError,
