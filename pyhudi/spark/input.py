@@ -496,6 +496,51 @@ def _refuse_partition_folders(found: InputFiles, columns: list[str]) -> None:
                 "reaches it (e.g. an s3a:// path with the S3A connector), or with those columns in the files")
 
 
+_ILLEGAL_TYPE = re.compile(r"\[PARQUET_TYPE_ILLEGAL\] Illegal Parquet type: ([^.]+?)\. SQLSTATE|"
+                           r"\[PARQUET_TYPE_ILLEGAL\] Illegal Parquet type: (.+)")
+
+
+def _illegal_type(e: BaseException, lister: _Lister, found: InputFiles) -> InvalidInputError | None:
+    """The InvalidInputError for Spark's refusal of a parquet column type it cannot read (nanosecond timestamps,
+    as pandas writes them by default): the file and the column when pyhudi's storage reads the files, else the
+    input and the type Spark gives. None for any other error."""
+    m = _ILLEGAL_TYPE.search(str(e))
+    if m is None:
+        return None
+    what = (m.group(1) or m.group(2)).strip()
+    hint = ("Spark reads no parquet timestamps in nanoseconds: write them in microseconds (pyarrow: "
+            "coerce_timestamps='us'; pandas: to_parquet(..., coerce_timestamps='us', allow_truncated_timestamps=False))"
+            if "NANOS" in what else "cast it to a type Spark reads")
+    if isinstance(lister, _StorageLister):
+        import pyarrow.parquet as pq
+
+        for path in found.files:
+            try:
+                with lister.storage.open_input(path) as f:
+                    schema = pq.read_schema(f)
+            except Exception:
+                continue
+            for field in schema:
+                if _has_nanos(field.type) and "NANOS" in what:
+                    return InvalidInputError(
+                        f"input file {path}: column {field.name!r} is {field.type}, which Spark cannot read "
+                        f"({what}); {hint}; nothing was written")
+    return InvalidInputError(f"input {found.uri}: a column's parquet type is {what}, which Spark cannot read; {hint}; "
+                             "nothing was written")
+
+
+def _has_nanos(t: pa.DataType) -> bool:
+    """Whether ``t`` is, or holds, a timestamp (or time) in nanoseconds."""
+    if (pa.types.is_timestamp(t) or pa.types.is_time64(t)) and t.unit == "ns":
+        return True
+    if pa.types.is_struct(t):
+        return any(_has_nanos(t.field(i).type) for i in range(t.num_fields))
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_map(t):
+        return _has_nanos(t.value_type if not pa.types.is_map(t) else t.item_type) or (
+            pa.types.is_map(t) and _has_nanos(t.key_type))
+    return False
+
+
 def _read_with_spark(spark: SparkSession, lister: _Lister, found: InputFiles) -> DataFrame:
     from pyspark.sql import functions as F
     from pyspark.sql.types import StringType, StructField, StructType, TimestampNTZType, TimestampType
@@ -512,7 +557,7 @@ def _read_with_spark(spark: SparkSession, lister: _Lister, found: InputFiles) ->
         try:
             df = reader.option("mergeSchema", "true").parquet(*paths)
         except Exception as e:
-            named = _repeated_column(e, lister, found)
+            named = _repeated_column(e, lister, found) or _illegal_type(e, lister, found)
             if named is None:
                 raise
             raise named from None
