@@ -882,7 +882,28 @@ def _avro_rows(records: pa.Table) -> list[dict[str, Any]]:
     try:
         return records.to_pylist(maps_as_pydicts="strict")
     except KeyError as e:  # pyarrow's message names the key
-        raise InvalidInputError(f"a map value holds a key twice, which an Avro map cannot: {e.args[0]}") from None
+        raise InvalidInputError(f"{_where_map_key_twice(records)}a map value holds a key twice, which an Avro map "
+                                f"cannot: {e.args[0]}") from None
+
+
+def _where_map_key_twice(records: pa.Table) -> str:
+    """``"column 'c' of record key 'k': "`` for the first value of ``records`` whose map holds a key twice (for the
+    error of :func:`_avro_rows`; looked for only then)."""
+    keys = records.column("_hoodie_record_key") if "_hoodie_record_key" in records.column_names else None
+    for name in records.column_names:
+        col = records.column(name).combine_chunks() if records.num_rows else records.column(name)
+        try:
+            col.to_pylist(maps_as_pydicts="strict")
+            continue
+        except KeyError:
+            pass
+        for i in range(len(col)):
+            try:
+                col[i].as_py(maps_as_pydicts="strict")
+            except KeyError:
+                return f"column {name!r}" + (f" of record key {keys[i].as_py()!r}" if keys is not None else "") + ": "
+        return f"column {name!r}: "
+    return ""
 
 
 def avro_data_block(

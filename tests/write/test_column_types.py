@@ -127,7 +127,7 @@ def test_types_round_trip(spark, tmp_path, table_type: str, schema: pa.Schema) -
 
 def test_a_map_with_a_key_twice_is_refused_by_a_log_write(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
     """Spark keeps a map's duplicate keys (as Arrow handed them); an Avro map cannot hold them, so a merge-on-read
-    update fails, naming the key: no reader sees it, nothing completes, and the next write rolls it back."""
+    update fails, naming the column, the record key and the map key: no reader sees it, nothing completes, and the next write rolls it back."""
     schema = pa.schema([("key", pa.string()), ("ts", pa.int64()), ("part", pa.string()),
                         ("m", pa.map_(pa.string(), pa.int32()))])
     opts = {**OPTS, "hoodie.table.type": "MERGE_ON_READ"}
@@ -137,7 +137,7 @@ def test_a_map_with_a_key_twice_is_refused_by_a_log_write(spark, tmp_path) -> No
     before = _rows(_rs_read(base), schema)
     completed = [i.requested_time for i in Table.open(base).timeline().completed_commits()]
     dup = [{"key": "a", "ts": 2, "part": "p1", "m": [("x", 1), ("x", 2)]}]
-    with pytest.raises(PyHudiError, match=r"key twice.*'x'"):
+    with pytest.raises(PyHudiError, match=r"column 'm' of record key 'a': a map value holds a key twice.*'x'"):
         Table.open(base).write(spark.createDataFrame(pa.Table.from_pylist(dup, schema)), "upsert", opts)
     assert _rows(_rs_read(base), schema) == before == _rows(Table.open(base).to_arrow(), schema)
     assert [i.requested_time for i in Table.open(base).timeline().completed_commits()] == completed
