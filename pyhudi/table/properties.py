@@ -572,24 +572,62 @@ def table_config_exists(storage: Storage, metafolder: str) -> bool:
 
 
 def read_table_config(storage: Storage, metafolder: str) -> TableConfig:
-    """Load ``<metafolder>/hoodie.properties`` (falling back to the backup during an update, as Hudi does)."""
+    """Load ``<metafolder>/hoodie.properties`` (falling back to the backup during an update, as Hudi does).
+
+    A file that is there but incomplete is not used (:func:`_incomplete`: a torn or truncated write would
+    otherwise lose keys such as the ordering fields or the metadata partitions, which a later write would then
+    store as lost); when neither file is usable, CorruptFileError names the live file's fault."""
     cfg, backup = _paths(metafolder)
-    last: Exception | None = None
+    faults: list[tuple[str, str]] = []  # (path, what is wrong with it)
+    missing: StorageError | None = None
     for path in (cfg, backup):
         try:
             data = storage.read_bytes(path)
         except StorageError as e:
-            last = e
+            if path == cfg:
+                missing = e
             continue
         try:
             config = TableConfig.from_properties_text(_decode(data))
         except ConfigError as e:
-            raise CorruptFileError(path, str(e)) from e
-        if TABLE_NAME not in config:
-            last = CorruptFileError(path, f"{TABLE_NAME} missing (truncated file?)")
+            faults.append((path, str(e)))
             continue
-        return config
-    raise StorageError(f"cannot read table config from {cfg}: {last}")
+        fault = _incomplete(config, data)
+        if fault is None:
+            return config
+        faults.append((path, fault))
+    if faults:
+        path, fault = faults[0]
+        also = "".join(f"; {p}: {f}" for p, f in faults[1:])
+        raise CorruptFileError(path, f"{fault}{also}; the table is neither read nor written until {PROPERTIES_FILE} "
+                               "is repaired")
+    raise StorageError(f"cannot read table config from {cfg}: {missing}")
+
+
+#: tables of these versions always carry a checksum (Hudi writes one since table version 3)
+_CHECKSUM_SINCE_VERSION = 3
+
+
+def _incomplete(config: TableConfig, data: bytes) -> str | None:
+    """Why a ``hoodie.properties`` read as ``config`` from ``data`` is not a whole file Hudi wrote, or None: Java's
+    ``Properties.store`` ends every line with a line break, and Hudi writes the table name, type and version and
+    (since version 3) the checksum of every table. pyhudi writes the checksum last, so a truncated file of its
+    own always lacks it or holds it cut."""
+    if not data.endswith(b"\n"):
+        return "the file does not end with a line break (truncated?)"
+    for key in (TABLE_NAME, TABLE_TYPE, TABLE_VERSION):
+        if key not in config:
+            return f"{key} is missing (truncated file?)"
+    try:
+        version = int(config[TABLE_VERSION])
+    except ValueError:
+        return f"{TABLE_VERSION} is not a number: {config[TABLE_VERSION]!r}"
+    if TABLE_CHECKSUM not in config:
+        if version >= _CHECKSUM_SINCE_VERSION:
+            return f"{TABLE_CHECKSUM} is missing (truncated file?)"
+    elif not config.has_valid_checksum():
+        return f"{TABLE_CHECKSUM} {config[TABLE_CHECKSUM]!r} does not match the table name (a damaged file?)"
+    return None
 
 
 def create_table_config(
@@ -632,6 +670,8 @@ def update_table_config(
     new = current.with_updates(dict(updates or {})).without(deletes)
     if TABLE_CHECKSUM in current and not new.has_valid_checksum():
         new = new.with_checksum()
+    if TABLE_CHECKSUM in new:  # written last: a truncated file lacks it (read_table_config)
+        new = new.without([TABLE_CHECKSUM]).with_updates({TABLE_CHECKSUM: new[TABLE_CHECKSUM]})
     text = new.to_properties_text(ts)
     storage.write_bytes(cfg, _encode(text), overwrite=True)
     # 4. verify, 5. drop the backup.

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from pyhudi.errors import ConfigError, StorageError
+from pyhudi.errors import ConfigError, CorruptFileError, StorageError
 from pyhudi.io.storage import Storage
 from pyhudi.table import properties as P
 from pyhudi.table.properties import TableConfig
@@ -183,3 +183,41 @@ def test_timeline_zone() -> None:
     assert TableConfig({P.TIMELINE_TIMEZONE: "LOCAL"}).timeline_zone is None
     with pytest.raises(ConfigError, match=r"hoodie.table.timeline.timezone='Asia/Shanghai'.*LOCAL or UTC"):
         TableConfig({P.TIMELINE_TIMEZONE: "Asia/Shanghai"}).timeline_zone  # noqa: B018
+
+
+def test_an_incomplete_file_is_never_used(tmp_path: Path) -> None:
+    """hoodie.properties cut anywhere (a torn write), emptied, damaged or without the keys Hudi always writes is
+    refused naming the file, or the backup is used if there is one: never read with keys missing (a write would
+    then store the config without them: the ordering fields, the metadata partitions). pyhudi writes the checksum
+    last, so every cut of its own files lacks it or holds it cut."""
+    storage = Storage.from_uri(str(tmp_path))[0]
+    meta = str(tmp_path / "t" / ".hoodie")
+    cfg = TableConfig.create("t", record_key_fields=["id"], partition_fields=["p"], ordering_fields=["ts"])
+    P.create_table_config(storage, meta, cfg)
+    good = P.update_table_config(storage, meta, {P.METADATA_PARTITIONS: "files,record_index"})
+    live = tmp_path / "t" / ".hoodie" / "hoodie.properties"
+    whole = live.read_bytes()
+    assert whole.decode().splitlines()[-1].startswith(f"{P.TABLE_CHECKSUM}=")  # kept last through updates
+    for cut in range(len(whole)):
+        live.write_bytes(whole[:cut])
+        with pytest.raises(CorruptFileError, match=rf"{live}: .*the table is neither read nor written until"):
+            P.read_table_config(storage, meta)
+    backup = tmp_path / "t" / ".hoodie" / "hoodie.properties.backup"
+    backup.write_bytes(whole)
+    live.write_bytes(whole[: len(whole) // 2])
+    assert P.read_table_config(storage, meta) == good  # the backup, as during an update
+    backup.unlink()
+    damaged = {
+        "": r"the file does not end with a line break",
+        "garbage\n": r"hoodie\.table\.name is missing",
+        whole.decode().replace(f"{P.TABLE_CHECKSUM}=", f"{P.TABLE_CHECKSUM}=9"): r"hoodie\.table\.checksum '9\d+' does not match",
+        "".join(ln for ln in whole.decode().splitlines(True) if not ln.startswith(P.TABLE_TYPE)):
+            r"hoodie\.table\.type is missing",
+    }
+    for text, pattern in damaged.items():
+        live.write_text(text)
+        with pytest.raises(CorruptFileError, match=rf"{live}: {pattern}"):
+            P.read_table_config(storage, meta)
+    live.unlink()
+    with pytest.raises(StorageError, match=r"cannot read table config from .*hoodie\.properties: .*not found"):
+        P.read_table_config(storage, meta)
