@@ -168,7 +168,7 @@ class KeyGenerator:
         fields = self.record_key_fields
         if not self.complex_key_encoding:
             values = _column_strings(batch, fields[0], "record key")
-            _check_no_null_or_empty(values, fields[0])
+            _check_no_null_or_empty(values, fields[0], batch)
             return _check_key_lengths(values, fields) if check_length else values
         parts: list[pa.Array] = []
         all_missing: pa.Array | None = None
@@ -185,7 +185,8 @@ class KeyGenerator:
         assert all_missing is not None
         if len(all_missing) and pc.any(all_missing).as_py():
             row = _first_true(all_missing)
-            raise InvalidInputError(f"record key fields {list(fields)} are all null or empty at row {row}")
+            raise InvalidInputError(f"record key fields {list(fields)} are all null or empty in the input record "
+                                    f"{describe_row(batch, row)}")
         keys = _as_string_array(pc.binary_join_element_wise(*parts, ","), len(batch))
         return _check_key_lengths(keys, fields) if check_length else keys
 
@@ -239,6 +240,19 @@ def _null_or_empty(values: pa.Array) -> pa.Array:
     return pc.fill_null(pc.equal(values, ""), True)
 
 
+def describe_row(batch: Batch, row: int, columns: int = 4, width: int = 40) -> str:
+    """Row ``row`` of ``batch`` for an error message, by its first ``columns`` columns (values cut at ``width``
+    characters): a write's input is read in many batches, so the row's number in its batch would locate nothing."""
+    names = [n for n in batch.schema.names if not n.startswith("_hoodie_")][:columns]
+    shown = []
+    for n in names:
+        v = batch.column(n)[row].as_py()
+        text = repr(v)
+        shown.append(f"{n}={text[:width] + '...' if len(text) > width else text}")
+    more = ", ..." if len(batch.schema.names) > len(names) else ""
+    return "(" + ", ".join(shown) + more + ")"
+
+
 def _check_key_lengths(keys: pa.StringArray, fields: tuple[str, ...]) -> pa.StringArray:
     """``keys``, refused when one is longer (in UTF-8 bytes) than an HFile key can be. The record index (the
     metadata table's ``record_index`` partition, which any table may build later) holds every record key as one,
@@ -248,22 +262,22 @@ def _check_key_lengths(keys: pa.StringArray, fields: tuple[str, ...]) -> pa.Stri
         if pc.max(lengths).as_py() > MAX_ROW_LENGTH:
             row = _first_true(pc.greater(lengths, MAX_ROW_LENGTH))
             raise InvalidInputError(
-                f"record key at row {row} (fields {list(fields)}) is {lengths[row].as_py()} bytes, starting "
+                f"record key (fields {list(fields)}) is {lengths[row].as_py()} bytes, starting "
                 f"{keys[row].as_py()[:40]!r}: pyhudi writes record keys of at most {MAX_ROW_LENGTH} bytes, the "
                 "longest key the record index (an HFile) can hold")
     return keys
 
 
-def _check_no_null_or_empty(values: pa.Array, field: str) -> None:
+def _check_no_null_or_empty(values: pa.Array, field: str, batch: Batch) -> None:
     if len(values) == 0:
         return
     if values.null_count:
-        raise InvalidInputError(
-            f"record key field {field!r} is null at row {_first_true(pc.is_null(values))}"
-        )
+        row = _first_true(pc.is_null(values))
+        raise InvalidInputError(f"record key field {field!r} is null in the input record {describe_row(batch, row)}")
     empty = pc.equal(values, "")
     if pc.any(empty).as_py():
-        raise InvalidInputError(f"record key field {field!r} is empty at row {_first_true(empty)}")
+        raise InvalidInputError(
+            f"record key field {field!r} is empty in the input record {describe_row(batch, _first_true(empty))}")
 
 
 def _get_column(batch: Batch, name: str, what: str) -> pa.Array:
@@ -293,13 +307,13 @@ def _column_strings(batch: Batch, name: str, what: str) -> pa.Array:
         values.validate(full=True)
     except pa.ArrowInvalid:
         raw = values.cast(pa.binary()).to_pylist()
-        for row, v in enumerate(raw):
+        for v in raw:
             if v is not None:
                 try:
                     v.decode("utf-8")
                 except UnicodeDecodeError:
                     raise InvalidInputError(
-                        f"{what} field {name!r} at row {row} is not valid UTF-8 text: {v[:40]!r}") from None
+                        f"{what} field {name!r} is not valid UTF-8 text: {v[:40]!r}") from None
         raise
     return values
 

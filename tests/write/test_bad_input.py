@@ -99,18 +99,19 @@ NEW = rows(range(10, 12))
 NULL_ORDERING = r"ordering field 'ts' \(hoodie\.table\.ordering\.fields\) is null for record key 'k012'"
 # name -> (input table, operation, extra options, error type, message pattern)
 CASES = {
-    "null_record_key": (_null_key, "upsert", {}, InvalidInputError, r"record key field 'id' is null"),
+    "null_record_key": (_null_key, "upsert", {}, InvalidInputError,
+                        r"record key field 'id' is null in the input record \(id=None, p='a', ts=\d+, v=.*\)"),
     "null_record_key_insert": (_null_key, "insert", {}, InvalidInputError, r"record key field 'id' is null"),
     "null_record_key_bulk_insert": (_null_key, "bulk_insert", {}, InvalidInputError, r"record key field 'id' is null"),
     "empty_record_key_bulk_insert": (_empty_key, "bulk_insert", {}, InvalidInputError,
                                      r"record key field 'id' is empty"),
     **{f"invalid_utf8_{what}_{op}": (lambda col=col: _invalid_utf8(col), op, {}, InvalidInputError,
-                                      rf"{what.replace('_', ' ')} field '{col}' at row \d+ is not valid UTF-8 text: "
+                                      rf"{what.replace('_', ' ')} field '{col}' is not valid UTF-8 text: "
                                       r"b'k\\xff1'")
        for what, col in (("record_key", "id"), ("partition_path", "p")) for op in ("upsert", "insert", "bulk_insert")},
-    "record_key_too_long": (_long_key, "upsert", {}, InvalidInputError, r"record key at row \d+ .* is 32768 bytes"),
+    "record_key_too_long": (_long_key, "upsert", {}, InvalidInputError, r"record key \(fields \['id'\]\) is 32768 bytes"),
     "record_key_too_long_bulk_insert": (_long_key, "bulk_insert", {}, InvalidInputError,
-                                        r"record key at row \d+ .* is 32768 bytes.*at most 32767"),
+                                        r"record key \(fields \['id'\]\) is 32768 bytes.*at most 32767"),
     "missing_record_key_column_bulk_insert": (lambda: _without(NEW, "id"), "bulk_insert", {}, InvalidInputError,
                                               r"lacks table column\(s\) id \(.*nothing was written$"),
     "missing_record_key_column": (lambda: _without(NEW, "id"), "upsert", {}, InvalidInputError,
