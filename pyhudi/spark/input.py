@@ -417,6 +417,22 @@ def _check_column_names(schema: pa.Schema, path: str) -> None:
     check_distinct_names(schema.names, f"input file {path}")
 
 
+def _file_schemas(lister: _Lister, found: InputFiles) -> Iterator[tuple[str, pa.Schema]]:
+    """Each parquet input file's schema, where pyhudi's storage reads the files (for naming the file at fault in
+    an error Spark's reader gave; a file whose footer cannot be read is passed over)."""
+    if not isinstance(lister, _StorageLister):
+        return
+    import pyarrow.parquet as pq
+
+    for path in found.files:
+        try:
+            with lister.storage.open_input(path) as f:
+                schema = pq.read_schema(f)
+        except Exception:
+            continue
+        yield path, schema
+
+
 _REPEATED_COLUMN = re.compile(r"\[COLUMN_ALREADY_EXISTS\] The column `(.+?)` already exists")
 
 
@@ -427,19 +443,11 @@ def _repeated_column(e: BaseException, lister: _Lister, found: InputFiles) -> In
     m = _REPEATED_COLUMN.search(str(e))
     if m is None:
         return None
-    if isinstance(lister, _StorageLister):
-        import pyarrow.parquet as pq
-
-        for path in found.files:
-            try:
-                with lister.storage.open_input(path) as f:
-                    schema = pq.read_schema(f)
-            except Exception:
-                continue
-            try:
-                _check_column_names(schema, path)
-            except InvalidInputError as named:
-                return named
+    for path, schema in _file_schemas(lister, found):
+        try:
+            _check_column_names(schema, path)
+        except InvalidInputError as named:
+            return named
     return InvalidInputError(
         f"input {found.uri}: column {m.group(1)!r} appears twice among its files' columns (names that differ only in "
         "case are one name to Spark): rename or drop one; nothing was written")
@@ -511,20 +519,12 @@ def _illegal_type(e: BaseException, lister: _Lister, found: InputFiles) -> Inval
     hint = ("Spark reads no parquet timestamps in nanoseconds: write them in microseconds (pyarrow: "
             "coerce_timestamps='us'; pandas: to_parquet(..., coerce_timestamps='us', allow_truncated_timestamps=False))"
             if "NANOS" in what else "cast it to a type Spark reads")
-    if isinstance(lister, _StorageLister):
-        import pyarrow.parquet as pq
-
-        for path in found.files:
-            try:
-                with lister.storage.open_input(path) as f:
-                    schema = pq.read_schema(f)
-            except Exception:
-                continue
-            for field in schema:
-                if _has_nanos(field.type) and "NANOS" in what:
-                    return InvalidInputError(
-                        f"input file {path}: column {field.name!r} is {field.type}, which Spark cannot read "
-                        f"({what}); {hint}; nothing was written")
+    for path, schema in _file_schemas(lister, found):
+        for field in schema:
+            if _has_nanos(field.type) and "NANOS" in what:
+                return InvalidInputError(
+                    f"input file {path}: column {field.name!r} is {field.type}, which Spark cannot read "
+                    f"({what}); {hint}; nothing was written")
     return InvalidInputError(f"input {found.uri}: a column's parquet type is {what}, which Spark cannot read; {hint}; "
                              "nothing was written")
 
