@@ -881,9 +881,16 @@ def avro_block_content(records: pa.Table | Iterable[Mapping[str, Any]], schema_j
 def _avro_rows(records: pa.Table) -> list[dict[str, Any]]:
     try:
         return records.to_pylist(maps_as_pydicts="strict")
-    except KeyError as e:  # pyarrow's message names the key
+    except (KeyError, ValueError) as e:  # pyarrow's KeyError names the key; inside a struct it is a ValueError
+        if not _duplicate_keys(e):
+            raise
         raise InvalidInputError(f"{_where_map_key_twice(records)}a map value holds a key twice, which an Avro map "
                                 f"cannot: {e.args[0]}") from None
+
+
+def _duplicate_keys(e: Exception) -> bool:
+    """Whether pyarrow's ``e`` refused a map holding a key twice (``maps_as_pydicts="strict"``)."""
+    return isinstance(e, KeyError) or "duplicate" in str(e)
 
 
 def _where_map_key_twice(records: pa.Table) -> str:
@@ -895,12 +902,15 @@ def _where_map_key_twice(records: pa.Table) -> str:
         try:
             col.to_pylist(maps_as_pydicts="strict")
             continue
-        except KeyError:
-            pass
+        except (KeyError, ValueError) as e:
+            if not _duplicate_keys(e):
+                continue
         for i in range(len(col)):
             try:
                 col[i].as_py(maps_as_pydicts="strict")
-            except KeyError:
+            except (KeyError, ValueError) as e:
+                if not _duplicate_keys(e):
+                    continue
                 return f"column {name!r}" + (f" of record key {keys[i].as_py()!r}" if keys is not None else "") + ": "
         return f"column {name!r}: "
     return ""

@@ -417,9 +417,10 @@ def _check_column_names(schema: pa.Schema, path: str) -> None:
     check_distinct_names(schema.names, f"input file {path}")
 
 
-def _file_schemas(lister: _Lister, found: InputFiles) -> Iterator[tuple[str, pa.Schema]]:
-    """Each parquet input file's schema, where pyhudi's storage reads the files (for naming the file at fault in
-    an error Spark's reader gave; a file whose footer cannot be read is passed over)."""
+def _file_schemas(lister: _Lister, found: InputFiles) -> Iterator[tuple[str, Any]]:
+    """Each parquet input file's ``pyarrow.parquet.ParquetFile``, where pyhudi's storage reads the files (for
+    naming the file at fault in an error Spark's reader gave; a file whose footer cannot be read is passed
+    over)."""
     if not isinstance(lister, _StorageLister):
         return
     import pyarrow.parquet as pq
@@ -427,10 +428,11 @@ def _file_schemas(lister: _Lister, found: InputFiles) -> Iterator[tuple[str, pa.
     for path in found.files:
         try:
             with lister.storage.open_input(path) as f:
-                schema = pq.read_schema(f)
+                pf = pq.ParquetFile(f)
+                pf.schema_arrow  # noqa: B018 -- read while the file is open
         except Exception:
             continue
-        yield path, schema
+        yield path, pf
 
 
 _REPEATED_COLUMN = re.compile(r"\[COLUMN_ALREADY_EXISTS\] The column `(.+?)` already exists")
@@ -443,9 +445,9 @@ def _repeated_column(e: BaseException, lister: _Lister, found: InputFiles) -> In
     m = _REPEATED_COLUMN.search(str(e))
     if m is None:
         return None
-    for path, schema in _file_schemas(lister, found):
+    for path, pf in _file_schemas(lister, found):
         try:
-            _check_column_names(schema, path)
+            _check_column_names(pf.schema_arrow, path)
         except InvalidInputError as named:
             return named
     return InvalidInputError(
@@ -519,26 +521,15 @@ def _illegal_type(e: BaseException, lister: _Lister, found: InputFiles) -> Inval
     hint = ("Spark reads no parquet timestamps in nanoseconds: write them in microseconds (pyarrow: "
             "coerce_timestamps='us'; pandas: to_parquet(..., coerce_timestamps='us', allow_truncated_timestamps=False))"
             if "NANOS" in what else "cast it to a type Spark reads")
-    for path, schema in _file_schemas(lister, found):
-        for field in schema:
-            if _has_nanos(field.type) and "NANOS" in what:
+    for path, pf in _file_schemas(lister, found):
+        for i in range(len(pf.schema) if "NANOS" in what else 0):
+            col = pf.schema.column(i)  # by its parquet type: pyarrow reads INT96 timestamps, which Spark reads, as ns
+            if col.physical_type == "INT64" and "timeUnit=nanoseconds" in str(col.logical_type):
                 return InvalidInputError(
-                    f"input file {path}: column {field.name!r} is {field.type}, which Spark cannot read "
+                    f"input file {path}: column {col.path!r} is a timestamp in nanoseconds, which Spark cannot read "
                     f"({what}); {hint}; nothing was written")
     return InvalidInputError(f"input {found.uri}: a column's parquet type is {what}, which Spark cannot read; {hint}; "
                              "nothing was written")
-
-
-def _has_nanos(t: pa.DataType) -> bool:
-    """Whether ``t`` is, or holds, a timestamp (or time) in nanoseconds."""
-    if (pa.types.is_timestamp(t) or pa.types.is_time64(t)) and t.unit == "ns":
-        return True
-    if pa.types.is_struct(t):
-        return any(_has_nanos(t.field(i).type) for i in range(t.num_fields))
-    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_map(t):
-        return _has_nanos(t.value_type if not pa.types.is_map(t) else t.item_type) or (
-            pa.types.is_map(t) and _has_nanos(t.key_type))
-    return False
 
 
 def _read_with_spark(spark: SparkSession, lister: _Lister, found: InputFiles) -> DataFrame:

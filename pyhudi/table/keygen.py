@@ -186,7 +186,7 @@ class KeyGenerator:
         if len(all_missing) and pc.any(all_missing).as_py():
             row = _first_true(all_missing)
             raise InvalidInputError(f"record key fields {list(fields)} are all null or empty in the input record "
-                                    f"{describe_row(batch, row)}")
+                                    f"{describe_row(batch, row, fields)}")
         keys = _as_string_array(pc.binary_join_element_wise(*parts, ","), len(batch))
         return _check_key_lengths(keys, fields) if check_length else keys
 
@@ -240,17 +240,23 @@ def _null_or_empty(values: pa.Array) -> pa.Array:
     return pc.fill_null(pc.equal(values, ""), True)
 
 
-def describe_row(batch: Batch, row: int, columns: int = 4, width: int = 40) -> str:
-    """Row ``row`` of ``batch`` for an error message, by its first ``columns`` columns (values cut at ``width``
-    characters): a write's input is read in many batches, so the row's number in its batch would locate nothing."""
-    names = [n for n in batch.schema.names if not n.startswith("_hoodie_")][:columns]
+def describe_row(batch: Batch, row: int, first: tuple[str, ...] = (), columns: int = 4, width: int = 40) -> str:
+    """Row ``row`` of ``batch`` for an error message, by the columns ``first`` and then the next ones, up to
+    ``columns`` (values cut at ``width`` characters): a write's input is read in many batches, so the row's number
+    in its batch would locate nothing. A value Python cannot hold (text that is not UTF-8, a date out of range)
+    shows as its type: the description never hides the error it is for."""
+    names = batch.schema.names
+    order = [i for f in first for i, n in enumerate(names) if n == f]
+    order += [i for i, n in enumerate(names) if i not in order and not n.startswith("_hoodie_")]
     shown = []
-    for n in names:
-        v = batch.column(n)[row].as_py()
-        text = repr(v)
-        shown.append(f"{n}={text[:width] + '...' if len(text) > width else text}")
-    more = ", ..." if len(batch.schema.names) > len(names) else ""
-    return "(" + ", ".join(shown) + more + ")"
+    for i in order[:columns]:
+        col = batch.column(i)
+        try:
+            text = repr(col[row].as_py())
+        except Exception:
+            text = f"<{col.type}>"
+        shown.append(f"{names[i]}={text[:width] + '...' if len(text) > width else text}")
+    return "(" + ", ".join(shown) + (", ..." if len(order) > columns else "") + ")"
 
 
 def _check_key_lengths(keys: pa.StringArray, fields: tuple[str, ...]) -> pa.StringArray:
@@ -273,11 +279,13 @@ def _check_no_null_or_empty(values: pa.Array, field: str, batch: Batch) -> None:
         return
     if values.null_count:
         row = _first_true(pc.is_null(values))
-        raise InvalidInputError(f"record key field {field!r} is null in the input record {describe_row(batch, row)}")
+        raise InvalidInputError(
+            f"record key field {field!r} is null in the input record {describe_row(batch, row, (field,))}")
     empty = pc.equal(values, "")
     if pc.any(empty).as_py():
         raise InvalidInputError(
-            f"record key field {field!r} is empty in the input record {describe_row(batch, _first_true(empty))}")
+            f"record key field {field!r} is empty in the input record "
+            f"{describe_row(batch, _first_true(empty), (field,))}")
 
 
 def _get_column(batch: Batch, name: str, what: str) -> pa.Array:

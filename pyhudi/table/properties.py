@@ -16,6 +16,7 @@ Format facts (from apache/hudi ``HoodieTableConfig`` and ``java.util.Properties`
 from __future__ import annotations
 
 import posixpath
+import time
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from datetime import UTC, datetime, tzinfo
@@ -576,32 +577,41 @@ def read_table_config(storage: Storage, metafolder: str) -> TableConfig:
 
     A file that is there but incomplete is not used (:func:`_incomplete`: a torn or truncated write would
     otherwise lose keys such as the ordering fields or the metadata partitions, which a later write would then
-    store as lost); when neither file is usable, CorruptFileError names the live file's fault."""
+    store as lost). Where no file is whole, both are read again after a moment (another process's update may be
+    writing the live file where writes are not atomic, as Hudi's readers retry), then CorruptFileError names the
+    live file's fault."""
     cfg, backup = _paths(metafolder)
-    faults: list[tuple[str, str]] = []  # (path, what is wrong with it)
-    missing: StorageError | None = None
-    for path in (cfg, backup):
-        try:
-            data = storage.read_bytes(path)
-        except StorageError as e:
-            if path == cfg:
-                missing = e
-            continue
-        try:
-            config = TableConfig.from_properties_text(_decode(data))
-        except ConfigError as e:
-            faults.append((path, str(e)))
-            continue
-        fault = _incomplete(config, data)
-        if fault is None:
-            return config
-        faults.append((path, fault))
-    if faults:
-        path, fault = faults[0]
-        also = "".join(f"; {p}: {f}" for p, f in faults[1:])
-        raise CorruptFileError(path, f"{fault}{also}; the table is neither read nor written until {PROPERTIES_FILE} "
-                               "is repaired")
-    raise StorageError(f"cannot read table config from {cfg}: {missing}")
+    for attempt in range(_READ_ATTEMPTS):
+        faults: list[tuple[str, str]] = []  # (path, what is wrong with it)
+        missing: StorageError | None = None
+        for path in (cfg, backup):
+            try:
+                data = storage.read_bytes(path)
+            except StorageError as e:
+                if path == cfg:
+                    missing = e
+                continue
+            try:
+                config = TableConfig.from_properties_text(_decode(data))
+            except ConfigError as e:
+                faults.append((path, str(e)))
+                continue
+            fault = _incomplete(config, data)
+            if fault is None:
+                return config
+            faults.append((path, fault))
+        if not faults:
+            raise StorageError(f"cannot read table config from {cfg}: {missing}")
+        if attempt + 1 < _READ_ATTEMPTS:
+            time.sleep(_READ_RETRY_S)
+    path, fault = faults[0]
+    also = "".join(f"; {p}: {f}" for p, f in faults[1:])
+    raise CorruptFileError(path, f"{fault}{also}; the table is neither read nor written until {PROPERTIES_FILE} "
+                           "is repaired")
+
+
+_READ_ATTEMPTS = 3
+_READ_RETRY_S = 0.1
 
 
 #: tables of these versions always carry a checksum (Hudi writes one since table version 3)
@@ -644,11 +654,25 @@ def create_table_config(
 
 def recover_table_config(storage: Storage, metafolder: str) -> None:
     """Finish or undo an interrupted update: restore ``hoodie.properties`` from the backup if it is missing,
-    then delete the backup (Hudi's ``ConfigUtils.recoverIfNeeded``)."""
+    then delete the backup (Hudi's ``ConfigUtils.recoverIfNeeded``). A live file that is not whole
+    (:func:`_incomplete`: an update cut while writing it) is restored from a whole backup too, never left with
+    its backup deleted: readers use the backup meanwhile, and the table would be lost to them."""
     cfg, backup = _paths(metafolder)
-    if not storage.exists(cfg) and storage.exists(backup):
-        storage.write_bytes(cfg, storage.read_bytes(backup), overwrite=False)
+    if storage.exists(backup):
+        if not storage.exists(cfg):
+            storage.write_bytes(cfg, storage.read_bytes(backup), overwrite=False)
+        elif _whole(storage, backup) and not _whole(storage, cfg):
+            storage.write_bytes(cfg, storage.read_bytes(backup), overwrite=True)
     storage.delete(backup, missing_ok=True)
+
+
+def _whole(storage: Storage, path: str) -> bool:
+    """Whether ``path`` holds a whole ``hoodie.properties`` (:func:`_incomplete`)."""
+    try:
+        data = storage.read_bytes(path)
+        return _incomplete(TableConfig.from_properties_text(_decode(data)), data) is None
+    except (StorageError, ConfigError):
+        return False
 
 
 def update_table_config(

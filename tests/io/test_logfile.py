@@ -299,3 +299,21 @@ def test_delete_columns_compiled_decoder_matches_records() -> None:
     cols = decode_delete_columns(encode_delete_content(recs))
     assert not cols.arrays and cols.records() == recs
     assert cols.is_default_ordering.tolist() == [r.is_default_ordering for r in recs]
+
+
+def test_a_map_holding_a_key_twice_is_named_by_column_and_record_key() -> None:
+    """An Avro map cannot hold a key twice: refused naming the column and the record, at the top level and inside
+    a struct (where pyarrow raises another error for it)."""
+    import pyarrow as pa
+
+    from pyhudi.errors import InvalidInputError
+    from pyhudi.io.logfile import _avro_rows
+
+    m = pa.map_(pa.string(), pa.int32())
+    top = pa.table({"_hoodie_record_key": ["k0", "k1"], "m": pa.array([[("a", 1)], [("a", 1), ("a", 2)]], m)})
+    nested = pa.table({"_hoodie_record_key": ["k0", "k1"],
+                       "s": pa.array([{"m": [("b", 1)]}, {"m": [("a", 1), ("a", 2)]}], pa.struct([("m", m)]))})
+    for t, col in ((top, "m"), (nested, "s")):
+        with pytest.raises(InvalidInputError, match=rf"column '{col}' of record key 'k1': a map value holds a key twice"):
+            _avro_rows(t)
+    assert _avro_rows(top.slice(0, 1)) == [{"_hoodie_record_key": "k0", "m": {"a": 1}}]

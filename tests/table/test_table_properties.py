@@ -185,11 +185,12 @@ def test_timeline_zone() -> None:
         TableConfig({P.TIMELINE_TIMEZONE: "Asia/Shanghai"}).timeline_zone  # noqa: B018
 
 
-def test_an_incomplete_file_is_never_used(tmp_path: Path) -> None:
+def test_an_incomplete_file_is_never_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """hoodie.properties cut anywhere (a torn write), emptied, damaged or without the keys Hudi always writes is
     refused naming the file, or the backup is used if there is one: never read with keys missing (a write would
     then store the config without them: the ordering fields, the metadata partitions). pyhudi writes the checksum
     last, so every cut of its own files lacks it or holds it cut."""
+    monkeypatch.setattr(P, "_READ_RETRY_S", 0.0)  # no other process updates the file here
     storage = Storage.from_uri(str(tmp_path))[0]
     meta = str(tmp_path / "t" / ".hoodie")
     cfg = TableConfig.create("t", record_key_fields=["id"], partition_fields=["p"], ordering_fields=["ts"])
@@ -221,3 +222,47 @@ def test_an_incomplete_file_is_never_used(tmp_path: Path) -> None:
     live.unlink()
     with pytest.raises(StorageError, match=r"cannot read table config from .*hoodie\.properties: .*not found"):
         P.read_table_config(storage, meta)
+
+
+def test_an_update_after_a_torn_live_file_restores_it_from_the_backup(tmp_path: Path) -> None:
+    """A live file cut short beside a whole backup (an update cut while writing it): readers use the backup, and
+    the next update restores the live file from it before changing it; it never deletes the whole backup and
+    leaves the torn file."""
+    storage = Storage.from_uri(str(tmp_path))[0]
+    meta = str(tmp_path / "t" / ".hoodie")
+    cfg = TableConfig.create("t", record_key_fields=["id"], partition_fields=["p"], ordering_fields=["ts"])
+    P.create_table_config(storage, meta, cfg)
+    live = tmp_path / "t" / ".hoodie" / "hoodie.properties"
+    backup = tmp_path / "t" / ".hoodie" / "hoodie.properties.backup"
+    whole = live.read_bytes()
+    backup.write_bytes(whole)
+    live.write_bytes(whole[: len(whole) // 2])
+    assert P.read_table_config(storage, meta) == cfg
+    new = P.update_table_config(storage, meta, {P.METADATA_PARTITIONS: "files"})
+    assert new.metadata_partitions == ["files"] and new.ordering_fields == cfg.ordering_fields
+    assert P.read_table_config(storage, meta) == new and not backup.exists()
+    # a torn backup beside a whole live file is simply dropped
+    backup.write_bytes(live.read_bytes()[:10])
+    P.recover_table_config(storage, meta)
+    assert not backup.exists() and P.read_table_config(storage, meta) == new
+
+
+def test_a_reader_reads_again_while_another_process_writes_the_file(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where writes are not atomic, a reader may find the live file half written and its backup already gone:
+    it reads again after a moment, as Hudi's readers retry, before it calls the file damaged."""
+    storage = Storage.from_uri(str(tmp_path))[0]
+    meta = str(tmp_path / "t" / ".hoodie")
+    cfg = TableConfig.create("t", record_key_fields=["id"])
+    P.create_table_config(storage, meta, cfg)
+    live = tmp_path / "t" / ".hoodie" / "hoodie.properties"
+    whole = live.read_bytes()
+    live.write_bytes(whole[:20])
+    real_sleep = P.time.sleep
+
+    def finish_writing(s: float) -> None:  # the other process completes its write while the reader waits
+        live.write_bytes(whole)
+        real_sleep(0)
+
+    monkeypatch.setattr(P.time, "sleep", finish_writing)
+    assert P.read_table_config(storage, meta) == cfg
