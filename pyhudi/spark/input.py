@@ -417,10 +417,10 @@ def _check_column_names(schema: pa.Schema, path: str) -> None:
     check_distinct_names(schema.names, f"input file {path}")
 
 
-def _file_schemas(lister: _Lister, found: InputFiles) -> Iterator[tuple[str, Any]]:
-    """Each parquet input file's ``pyarrow.parquet.ParquetFile``, where pyhudi's storage reads the files (for
-    naming the file at fault in an error Spark's reader gave; a file whose footer cannot be read is passed
-    over)."""
+def _parquet_files(lister: _Lister, found: InputFiles) -> Iterator[tuple[str, Any]]:
+    """Each parquet input file's ``pyarrow.parquet.ParquetFile`` (its footer, read when opened), where pyhudi's
+    storage reads the files (for naming the file at fault in an error Spark's reader gave; a file whose footer
+    cannot be read is passed over)."""
     if not isinstance(lister, _StorageLister):
         return
     import pyarrow.parquet as pq
@@ -429,7 +429,6 @@ def _file_schemas(lister: _Lister, found: InputFiles) -> Iterator[tuple[str, Any
         try:
             with lister.storage.open_input(path) as f:
                 pf = pq.ParquetFile(f)
-                pf.schema_arrow  # noqa: B018 -- read while the file is open
         except Exception:
             continue
         yield path, pf
@@ -445,7 +444,7 @@ def _repeated_column(e: BaseException, lister: _Lister, found: InputFiles) -> In
     m = _REPEATED_COLUMN.search(str(e))
     if m is None:
         return None
-    for path, pf in _file_schemas(lister, found):
+    for path, pf in _parquet_files(lister, found):
         try:
             _check_column_names(pf.schema_arrow, path)
         except InvalidInputError as named:
@@ -521,7 +520,7 @@ def _illegal_type(e: BaseException, lister: _Lister, found: InputFiles) -> Inval
     hint = ("Spark reads no parquet timestamps in nanoseconds: write them in microseconds (pyarrow: "
             "coerce_timestamps='us'; pandas: to_parquet(..., coerce_timestamps='us', allow_truncated_timestamps=False))"
             if "NANOS" in what else "cast it to a type Spark reads")
-    for path, pf in _file_schemas(lister, found):
+    for path, pf in _parquet_files(lister, found):
         for i in range(len(pf.schema) if "NANOS" in what else 0):
             col = pf.schema.column(i)  # by its parquet type: pyarrow reads INT96 timestamps, which Spark reads, as ns
             if col.physical_type == "INT64" and "timeUnit=nanoseconds" in str(col.logical_type):

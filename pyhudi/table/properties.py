@@ -591,13 +591,8 @@ def read_table_config(storage: Storage, metafolder: str) -> TableConfig:
                 if path == cfg:
                     missing = e
                 continue
-            try:
-                config = TableConfig.from_properties_text(_decode(data))
-            except ConfigError as e:
-                faults.append((path, str(e)))
-                continue
-            fault = _incomplete(config, data)
-            if fault is None:
+            config, fault = _parse_whole(data)
+            if config is not None:
                 return config
             faults.append((path, fault))
         if not faults:
@@ -616,6 +611,17 @@ _READ_RETRY_S = 0.1
 
 #: tables of these versions always carry a checksum (Hudi writes one since table version 3)
 _CHECKSUM_SINCE_VERSION = 3
+
+
+def _parse_whole(data: bytes) -> tuple[TableConfig | None, str]:
+    """``(config, "")`` for the bytes of a whole ``hoodie.properties``, else ``(None, what is wrong)``: one that
+    does not parse, or is not whole (:func:`_incomplete`)."""
+    try:
+        config = TableConfig.from_properties_text(_decode(data))
+    except ConfigError as e:
+        return None, str(e)
+    fault = _incomplete(config, data)
+    return (config, "") if fault is None else (None, fault)
 
 
 def _incomplete(config: TableConfig, data: bytes) -> str | None:
@@ -661,18 +667,18 @@ def recover_table_config(storage: Storage, metafolder: str) -> None:
     if storage.exists(backup):
         if not storage.exists(cfg):
             storage.write_bytes(cfg, storage.read_bytes(backup), overwrite=False)
-        elif _whole(storage, backup) and not _whole(storage, cfg):
-            storage.write_bytes(cfg, storage.read_bytes(backup), overwrite=True)
+        elif _whole_bytes(storage, cfg) is None and (saved := _whole_bytes(storage, backup)) is not None:
+            storage.write_bytes(cfg, saved, overwrite=True)
     storage.delete(backup, missing_ok=True)
 
 
-def _whole(storage: Storage, path: str) -> bool:
-    """Whether ``path`` holds a whole ``hoodie.properties`` (:func:`_incomplete`)."""
+def _whole_bytes(storage: Storage, path: str) -> bytes | None:
+    """The bytes of ``path`` when it holds a whole ``hoodie.properties`` (:func:`_parse_whole`), else None."""
     try:
         data = storage.read_bytes(path)
-        return _incomplete(TableConfig.from_properties_text(_decode(data)), data) is None
-    except (StorageError, ConfigError):
-        return False
+    except StorageError:
+        return None
+    return data if _parse_whole(data)[0] is not None else None
 
 
 def update_table_config(
