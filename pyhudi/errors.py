@@ -67,6 +67,23 @@ class ConcurrentKeyConflict(ConcurrentWriteConflict):
         )
 
 
+class IndexAheadConflict(ConcurrentWriteConflict):
+    """The record index names file groups that a write committed after this one began created: its entries reached
+    the index's base files (the metadata table compacted meanwhile) while the file groups are not in this write's
+    view of the table. Refused while planned, before anything is written."""
+
+    def __init__(self, base_path: str, other: str, groups: list[tuple[str, str]]) -> None:
+        self.instant, self.other = "", other
+        self.file_groups = sorted(groups)
+        shown = ", ".join(f"{p or '<root>'}/{f}" for p, f in self.file_groups[:5])
+        more = f" and {len(self.file_groups) - 5} more" if len(self.file_groups) > 5 else ""
+        PyHudiError.__init__(
+            self,
+            f"{base_path}: the record index places keys of this write in file group(s) {shown}{more}, written by "
+            f"{other}, which committed after this write began; nothing was written: retry the write",
+        )
+
+
 class ClusteringConflict(ConcurrentWriteConflict):
     """This write would change file groups a pending clustering (a Java writer's) rewrites: the clustering
     replaces them with what its plan read, so the write's records there would be lost. Apache Hudi's writers

@@ -22,16 +22,29 @@ import pyarrow.compute as pc
 
 from pyhudi import config as C
 from pyhudi import faults
-from pyhudi.errors import ClusteringConflict, InvalidInputError
+from pyhudi.errors import (
+    ClusteringConflict,
+    CorruptFileError,
+    IndexAheadConflict,
+    InvalidInputError,
+    PyHudiError,
+)
 from pyhudi.hfile.format import MAX_ROW_LENGTH
 from pyhudi.index import index_for
 from pyhudi.index.base import LOC_FILE_ID_COL, LOC_PARTITION_COL
 from pyhudi.io.storage import Storage
+from pyhudi.metadata.partitions import RECORD_INDEX, metadata_base_path
 from pyhudi.spark import cached
 from pyhudi.spark.errors import task_errors
 from pyhudi.spark.frames import arrow_frame, held_rows, local_frame
 from pyhudi.spark.partitioning import ROUTE_COL, KeyRouting, group_runs
-from pyhudi.table.commit_metadata import FileGroupKey, clustering_file_groups, commit_metadata, write_stat
+from pyhudi.table.commit_metadata import (
+    FileGroupKey,
+    clustering_file_groups,
+    commit_metadata,
+    touched_file_groups,
+    write_stat,
+)
 from pyhudi.table.evolution import conform_array
 from pyhudi.table.filenames import make_file_id, new_file_id_prefix
 from pyhudi.table.fsview import BaseFile
@@ -44,7 +57,7 @@ from pyhudi.table.schema import (
     RECORD_KEY_COL,
     commit_schema_json,
 )
-from pyhudi.table.timeline import COMMIT, DELTA_COMMIT, REPLACE_COMMIT
+from pyhudi.table.timeline import COMMIT, DELTA_COMMIT, REPLACE_COMMIT, ActiveTimeline
 from pyhudi.write.append import APPEND, log_schema_json
 from pyhudi.write.context import WriteJob
 from pyhudi.write.executor import (
@@ -395,6 +408,26 @@ class WriteProducer:
         rows = cached.grouped_counts(tagged, [PARTITION_PATH_COL, LOC_FILE_ID_COL])
         return [(r[0], r[1], int(r[2])) for r in rows]
 
+    def index_ahead(self, groups: list[FileGroupKey]) -> PyHudiError:
+        """The error for index locations in file groups this write's view of the table does not hold. The index's
+        log blocks are read as of the write's begin, but a metadata-table compaction since folds later commits'
+        entries into its base files: a write that committed meanwhile and created those file groups is named
+        (retry the write); an index naming file groups no commit wrote is refused as damaged."""
+        job = self.job
+        before = {i.requested_time for i in job.timeline.completed()}
+        now = ActiveTimeline.load(job.storage, job.base_path)
+        wanted = set(groups)
+        for other in now.completed_commits():
+            if other.requested_time not in before and touched_file_groups(now.read_commit_metadata(other)) & wanted:
+                return IndexAheadConflict(job.base_path, f"{other.requested_time} ({other.action})", groups)
+        shown = ", ".join(f"{p or '<root>'}/{f}" for p, f in groups[:5])
+        return CorruptFileError(
+            f"{metadata_base_path(job.base_path)}/{RECORD_INDEX}",
+            f"the record index places keys in file group(s) {shown}, which the table does not hold and no commit "
+            "since this write began wrote; nothing was written: check it with `pyhudi validate` and rebuild the "
+            "record index if it is damaged",
+        )
+
     def plan(self, counts: list[tuple[str, str | None, int]]) -> list[Bucket]:
         """Buckets: one per existing file group touched, then inserts into small files, then new file groups.
 
@@ -405,6 +438,9 @@ class WriteProducer:
         buckets: list[Bucket] = []
         by_fg: dict[tuple[str, str], Bucket] = {}
         slices = {(fs.partition, fs.file_id): fs for fs in job.view.latest_file_slices()}
+        unknown = sorted({(part, fid) for part, fid, _ in counts if fid is not None and (part, fid) not in slices})
+        if unknown:
+            raise self.index_ahead(unknown)
         self.refuse_clustered({(part, fid) for part, fid, _ in counts if fid is not None})
         inserts: dict[str, int] = defaultdict(int)
         for part, fid, n in counts:
