@@ -283,6 +283,13 @@ STREAMING_IGNORE_FAILED_BATCH = Option(
     "hoodie.datasource.write.streaming.ignore.failed.batch", "false",
     "`foreach_batch`: a batch that still fails after its retries is skipped with a warning instead of failing the "
     "query.", section=_ST)
+STREAMING_SKIP_OLDER_BATCHES = Option(
+    "pyhudi.streaming.skip.older.batches", "false",
+    "A micro-batch whose id is lower than the last batch its stream identifier committed is skipped with a warning, "
+    "as Hudi's streaming sink skips it (for a query restarted from an older copy of its own checkpoint). False: "
+    "the write fails with `StreamingCheckpointError`, as such a batch comes from a query whose checkpoint did not "
+    "write the table (a new checkpoint location, another query with the same identifier), whose records skipping "
+    "would drop.", section=_ST)
 COMMITMETA_KEY_PREFIX = Option(
     "hoodie.datasource.write.commitmeta.key.prefix", "_",
     "Write options whose key starts with this prefix are copied into the commit's extra metadata.", section=_ST)

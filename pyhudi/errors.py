@@ -33,6 +33,12 @@ class ConfigError(PyHudiError):
     """An option has an unknown name or an invalid value."""
 
 
+class StreamingCheckpointError(ConfigError):
+    """A micro-batch's id is lower than the last batch its stream identifier committed: the query's checkpoint is
+    not the one that wrote those batches (a new checkpoint location, another query with the same identifier), and
+    skipping the batch would drop its records."""
+
+
 class ConcurrentWriterError(PyHudiError):
     """Another writer holds the table in single-writer mode."""
 

@@ -6,7 +6,8 @@ for ``hoodie.datasource.write.streaming.checkpoint.identifier``). A query restar
 batches its checkpoint had not committed; a replayed batch that pyhudi did commit is skipped, so every batch lands
 exactly once. A failed batch write is retried (``hoodie.datasource.write.streaming.retry.count`` times,
 ``...retry.interval.ms`` apart); then the query fails, or the batch is skipped with a warning when
-``hoodie.datasource.write.streaming.ignore.failed.batch`` is true. Bad input or options are not retried.
+``hoodie.datasource.write.streaming.ignore.failed.batch`` is true. Bad input or options, a table pyhudi cannot
+write and a batch older than the stream's last (:class:`~pyhudi.errors.StreamingCheckpointError`) are not retried.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from pyhudi import config as C
-from pyhudi.errors import ConfigError, InvalidInputError
+from pyhudi.errors import ConfigError, InvalidInputError, UnsupportedTableError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -47,7 +48,7 @@ def foreach_batch(
         for attempt in range(retries + 1):
             try:
                 return Table.for_dataframe(path, df, opts).write(df, operation, opts, batch_id=batch_id)
-            except (ConfigError, InvalidInputError):
+            except (ConfigError, InvalidInputError, UnsupportedTableError):  # a retry would fail the same way
                 raise
             except Exception as e:  # retried: a later attempt of the same batch rolls this one back
                 last = e

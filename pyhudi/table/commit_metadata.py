@@ -109,7 +109,9 @@ def commit_metadata(
 
 
 def streaming_checkpoint(extra_metadata: Mapping[str, Any] | None, identifier: str) -> int | None:
-    """The batch id a commit's extra metadata records for the stream ``identifier`` (None: none)."""
+    """The batch id a commit's extra metadata records for the stream ``identifier`` (None: none). A record that
+    cannot be read raises ValueError: taken for none, an older commit's batch would be taken for the stream's
+    last, and a replayed batch written twice."""
     import json
 
     raw = (extra_metadata or {}).get(STREAMING_CHECKPOINT_KEY)
@@ -117,9 +119,14 @@ def streaming_checkpoint(extra_metadata: Mapping[str, Any] | None, identifier: s
         return None
     try:
         value = json.loads(raw).get(identifier)
-        return int(value) if value is not None else None
-    except (ValueError, AttributeError, TypeError):
-        return None
+        if value is None:
+            return None
+        batch = int(str(value).strip())
+    except (ValueError, AttributeError, TypeError) as e:
+        raise ValueError(f"{STREAMING_CHECKPOINT_KEY} {raw!r} holds no batch id of stream {identifier!r}") from e
+    if batch < 0:
+        raise ValueError(f"{STREAMING_CHECKPOINT_KEY} {raw!r} holds batch id {batch} for stream {identifier!r}")
+    return batch
 
 
 def touched_file_groups(metadata: Mapping[str, Any]) -> set[FileGroupKey]:

@@ -32,6 +32,7 @@ import contextlib
 import functools
 import json
 import logging
+import operator
 import posixpath
 import time
 from collections.abc import Iterator, Mapping
@@ -47,8 +48,10 @@ from pyhudi.errors import (
     ConcurrentWriteConflict,
     ConcurrentWriterError,
     ConfigError,
+    CorruptFileError,
     PostCommitError,
     PyHudiError,
+    StreamingCheckpointError,
     UnsupportedTableError,
 )
 from pyhudi.io.bloom import BloomFilter
@@ -264,9 +267,10 @@ def default_index_type(config: TableConfig, options: Mapping[str, str], timeline
 @dataclass(frozen=True)
 class StreamingCheckpoint:
     """A micro-batch of a stream (Hudi's streaming sink): its id is recorded in the commit's extra metadata under
-    ``_hudi_streaming_sink_checkpoint`` for the stream's identifier, and a batch whose id is at or below the last
-    one committed for that identifier is skipped (exactly-once across retries and restarts; deletes are never
-    skipped, as in Hudi)."""
+    ``_hudi_streaming_sink_checkpoint`` for the stream's identifier, and a batch whose id is the last one committed
+    for that identifier is skipped (exactly-once across retries and restarts; deletes are never skipped, as in
+    Hudi); one below it is refused (:class:`~pyhudi.errors.StreamingCheckpointError`) unless
+    ``pyhudi.streaming.skip.older.batches`` skips it."""
 
     identifier: str
     batch_id: int
@@ -278,10 +282,28 @@ class StreamingCheckpoint:
 def last_streaming_batch(timeline: ActiveTimeline | ArchivedTimeline, identifier: str) -> tuple[int, str] | None:
     """(batch id, instant) of the latest completed write that records a batch of stream ``identifier``."""
     for inst in reversed(timeline.completed().by_action(COMMIT, DELTA_COMMIT, REPLACE_COMMIT).by_completion_time()):
-        batch = streaming_checkpoint(timeline.read_commit_metadata(inst).get("extraMetadata"), identifier)
+        try:
+            batch = streaming_checkpoint(timeline.read_commit_metadata(inst).get("extraMetadata"), identifier)
+        except ValueError as e:
+            where = timeline.path_of(inst) if isinstance(timeline, ActiveTimeline) else (
+                f"archived instant {inst.requested_time} ({inst.action})")
+            raise CorruptFileError(where, f"{e}: the stream's last committed batch cannot be known") from None
         if batch is not None:
             return batch, inst.requested_time
     return None
+
+
+def _batch_id(value: Any) -> int:
+    """A micro-batch id as Spark numbers them: an integer from 0."""
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        batch = operator.index(value)
+    except TypeError:
+        raise ConfigError(f"batch_id must be a micro-batch id, an integer from 0; got {value!r}") from None
+    if batch < 0:
+        raise ConfigError(f"batch_id must be a micro-batch id, an integer from 0; got {batch}")
+    return batch
 
 
 class _BatchAlreadyCommitted(PyHudiError):
@@ -358,6 +380,7 @@ class WriteTransaction:
 
         incoming = arrow_schema(df, f"write to {self.base_path}")
         if batch_id is not None:
+            batch_id = _batch_id(batch_id)
             self.checkpoint = StreamingCheckpoint(str(C.STREAMING_CHECKPOINT_IDENTIFIER.get(self.options)), batch_id)
             self.extra_metadata.update(self.checkpoint.extra_metadata())
         began = self.begin(spark=df.sparkSession)
@@ -434,7 +457,25 @@ class WriteTransaction:
             # replayed batch found only there is skipped too (Hudi's sink reads the active timeline only)
             last = last_streaming_batch(ArchivedTimeline.load(self.storage, self.base_path, self.config()),
                                         cp.identifier)
-        return last is not None and last[0] >= cp.batch_id
+        if last is None or last[0] < cp.batch_id:
+            return False
+        batch, instant = last
+        if batch == cp.batch_id:  # a replay: the query stopped after this write committed, before Spark knew
+            log.info("%s: batch %d of stream %r was committed by %s: skipped", self.base_path, batch, cp.identifier,
+                     instant)
+            return True
+        if not C.bool_option(self.options, C.STREAMING_SKIP_OLDER_BATCHES):
+            raise StreamingCheckpointError(
+                f"{self.base_path}: micro-batch {cp.batch_id} of stream {cp.identifier!r} is older than batch {batch}, "
+                f"which {instant} committed: this query's checkpoint is not the one that wrote the stream's batches "
+                "(a new checkpoint location, or another query with the same identifier), and skipping its batches "
+                f"would drop their records; nothing was written. Give the query an identifier of its own "
+                f"({C.STREAMING_CHECKPOINT_IDENTIFIER.key}), or, for a query restarted from an older copy of its own "
+                f"checkpoint, set {C.STREAMING_SKIP_OLDER_BATCHES.key}=true to skip the batches committed before"
+            )
+        log.warning("%s: micro-batch %d of stream %r is older than batch %d, which %s committed: skipped (%s)",
+                    self.base_path, cp.batch_id, cp.identifier, batch, instant, C.STREAMING_SKIP_OLDER_BATCHES.key)
+        return True
 
     # -- 1. begin ----------------------------------------------------------------------------------------------
     def begin(self, spark: Any = None) -> ActiveTimeline | None:
@@ -726,7 +767,8 @@ class WriteTransaction:
             with contextlib.suppress(Exception):
                 hb.stop()
             return
-        if isinstance(error, (ConcurrentWriteConflict, ConcurrentWriterError, _BatchAlreadyCommitted)) and (
+        if isinstance(error, (ConcurrentWriteConflict, ConcurrentWriterError, _BatchAlreadyCommitted,
+                              StreamingCheckpointError)) and (
             self.instant is not None
         ):
             try:

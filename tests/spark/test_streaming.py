@@ -18,6 +18,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from pyhudi import config as C
+from pyhudi.errors import ConfigError, CorruptFileError, StreamingCheckpointError
 from pyhudi.faults import ENV as FAULT_ENV
 from pyhudi.spark.streaming import foreach_batch
 from pyhudi.table.commit_metadata import STREAMING_CHECKPOINT_KEY
@@ -33,10 +35,12 @@ from tests.support.robust import (
     table_rows,
     to_arrow,
 )
+from tests.support.tree import snapshot
 
 pytest.importorskip("hudi")
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
+SKIP_OLDER = C.STREAMING_SKIP_OLDER_BATCHES.key
 
 
 def _extra(base: str) -> list[dict]:
@@ -74,6 +78,58 @@ def test_batch_ids_recorded_and_replays_skipped(spark, tmp_path: Path) -> None: 
     # Table.write takes the batch id too
     assert Table.open(base).write(spark.createDataFrame(to_arrow(b1)), "insert", OPTS, batch_id=1).skipped
     assert Table.open(base).write(spark.createDataFrame(to_arrow(rows([30]))), "insert", OPTS, batch_id=2).skipped is None
+
+
+def test_a_batch_older_than_the_streams_last_is_refused(spark, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                                        caplog: pytest.LogCaptureFixture) -> None:
+    """A query restarted with a new checkpoint location numbers its batches from 0 again: skipped as replays, its
+    records would be dropped. Such a batch fails (not retried) and nothing is written, unless the query asks to
+    skip the batches committed before (restarted from an older copy of its own checkpoint)."""
+    base = str(tmp_path / "t")
+    model: dict = {}
+    write = foreach_batch(base, OPTS, "insert")
+    for b in range(3):
+        batch = rows(range(10 * b, 10 * b + 5))
+        write(spark.createDataFrame(to_arrow(batch)), b)
+        apply(model, "insert", batch)
+    before = snapshot(Path(base))
+    fresh = rows(range(100, 105))
+    with pytest.raises(StreamingCheckpointError) as e:
+        write(spark.createDataFrame(to_arrow(fresh)), 0)
+    msg = str(e.value)
+    assert "micro-batch 0" in msg and "batch 2" in msg and "default_single_writer" in msg
+    assert "hoodie.datasource.write.streaming.checkpoint.identifier" in msg and SKIP_OLDER in msg
+    assert snapshot(Path(base)) == before
+    assert table_rows(hudi_rs_read(base)) == expected(model)
+    # the replay of the last batch is still skipped, and a later batch written
+    assert write(spark.createDataFrame(to_arrow(rows(range(20, 25)))), 2).skipped
+    skipping = foreach_batch(base, {**OPTS, SKIP_OLDER: "true"}, "insert")
+    with caplog.at_level("WARNING", logger="pyhudi.txn.transaction"):
+        res = skipping(spark.createDataFrame(to_arrow(fresh)), 1)
+    assert res is not None and res.skipped and "older than batch 2" in caplog.text
+    assert snapshot(Path(base)) == before
+
+
+def test_batch_ids_are_checked(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A batch id is an integer from 0; a recorded one that cannot be read is refused, naming the commit (taken
+    for none, an older commit's batch would be taken for the stream's last and a replay written twice)."""
+    import numpy as np
+
+    base = str(tmp_path / "t")
+    first = rows(range(5))
+    Table.create(base, SCHEMA, OPTS).write(spark.createDataFrame(to_arrow(first)), "insert", OPTS, batch_id=42)
+    df = spark.createDataFrame(to_arrow(first))
+    before = snapshot(Path(base))
+    for bad in ("42", -1, True, 4.0):
+        with pytest.raises(ConfigError, match="batch_id must be a micro-batch id"):
+            Table.open(base).write(df, "insert", OPTS, batch_id=bad)  # type: ignore[arg-type]
+    assert snapshot(Path(base)) == before
+    assert Table.open(base).write(df, "insert", OPTS, batch_id=np.int64(42)).skipped
+    # a commit (options with the commit-metadata prefix "_" are recorded) whose checkpoint holds no batch id
+    broken = Table.open(base).write(spark.createDataFrame(to_arrow(rows([7]))), "insert",
+                                    {**OPTS, STREAMING_CHECKPOINT_KEY: json.dumps({"default_single_writer": "x"})})
+    with pytest.raises(CorruptFileError, match=f"{broken.instant}.*no batch id of stream 'default_single_writer'"):
+        Table.open(base).write(df, "insert", OPTS, batch_id=43)
 
 
 def _source(tmp: Path, n_files: int, per_file: int) -> tuple[Path, list[dict]]:
