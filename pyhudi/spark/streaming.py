@@ -7,7 +7,8 @@ batches its checkpoint had not committed; a replayed batch that pyhudi did commi
 exactly once. A failed batch write is retried (``hoodie.datasource.write.streaming.retry.count`` times,
 ``...retry.interval.ms`` apart); then the query fails, or the batch is skipped with a warning when
 ``hoodie.datasource.write.streaming.ignore.failed.batch`` is true. Bad input or options, a table pyhudi cannot
-write and a batch older than the stream's last (:class:`~pyhudi.errors.StreamingCheckpointError`) are not retried.
+write, a damaged file and a batch older than the stream's last (:class:`~pyhudi.errors.StreamingCheckpointError`)
+are not retried.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from pyhudi import config as C
-from pyhudi.errors import ConfigError, InvalidInputError, UnsupportedTableError
+from pyhudi.errors import ConfigError, CorruptFileError, InvalidInputError, UnsupportedTableError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -48,7 +49,8 @@ def foreach_batch(
         for attempt in range(retries + 1):
             try:
                 return Table.for_dataframe(path, df, opts).write(df, operation, opts, batch_id=batch_id)
-            except (ConfigError, InvalidInputError, UnsupportedTableError):  # a retry would fail the same way
+            # a retry would fail the same way (and a damaged file, skipped, would fail every later batch too)
+            except (ConfigError, InvalidInputError, UnsupportedTableError, CorruptFileError):
                 raise
             except Exception as e:  # retried: a later attempt of the same batch rolls this one back
                 last = e

@@ -45,7 +45,7 @@ MOR_INDEX_TYPES = ("RECORD_INDEX", "SIMPLE")
 
 def mor_refusal(table: str, what: str) -> str:
     return (
-        f"{table} is a MERGE_ON_READ table; pyhudi does not write merge-on-read tables yet for {what}: it writes "
+        f"{table} is a MERGE_ON_READ table, and pyhudi does not write one with {what}: it writes "
         f"{', '.join(MOR_OPERATIONS)}, compacts, rolls failed writes back and cleans, and refuses the rest "
         "(writing them exactly as Hudi does is not implemented); nothing was written"
     )

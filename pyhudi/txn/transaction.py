@@ -446,10 +446,13 @@ class WriteTransaction:
         return WriteResult(instant="", operation=operation, timings={"total": time.perf_counter() - t0},
                            skipped=f"batch {cp.batch_id} of stream {cp.identifier!r} was committed before")
 
-    def _batch_committed(self, tl: ActiveTimeline) -> bool:
-        """The streaming batch was committed before (deletes are never skipped, as in Hudi)."""
+    def _batch_committed(self, tl: ActiveTimeline, *, at_commit: bool = False) -> bool:
+        """The streaming batch was committed before. A replayed delete runs again, as in Hudi; a batch older than
+        the stream's last (a delete too: its commit would record the older id as the stream's last, and the
+        upserts of that batch would then be skipped as replays) is refused unless the options skip it.
+        ``at_commit``: checked again under the lock, after the write's files were written."""
         cp = self.checkpoint
-        if cp is None or self.options.get(C.OPERATION) == "delete":
+        if cp is None:
             return False
         last = last_streaming_batch(tl, cp.identifier)
         if last is None and self._archive_version() > 0:
@@ -461,6 +464,8 @@ class WriteTransaction:
             return False
         batch, instant = last
         if batch == cp.batch_id:  # a replay: the query stopped after this write committed, before Spark knew
+            if self.options.get(C.OPERATION) == "delete":
+                return False
             log.info("%s: batch %d of stream %r was committed by %s: skipped", self.base_path, batch, cp.identifier,
                      instant)
             return True
@@ -469,7 +474,8 @@ class WriteTransaction:
                 f"{self.base_path}: micro-batch {cp.batch_id} of stream {cp.identifier!r} is older than batch {batch}, "
                 f"which {instant} committed: this query's checkpoint is not the one that wrote the stream's batches "
                 "(a new checkpoint location, or another query with the same identifier), and skipping its batches "
-                f"would drop their records; nothing was written. Give the query an identifier of its own "
+                f"would drop their records; {'the write was rolled back' if at_commit else 'nothing was written'}. "
+                "Give the query an identifier of its own "
                 f"({C.STREAMING_CHECKPOINT_IDENTIFIER.key}), or, for a query restarted from an older copy of its own "
                 f"checkpoint, set {C.STREAMING_SKIP_OLDER_BATCHES.key}=true to skip the batches committed before"
             )
@@ -629,7 +635,7 @@ class WriteTransaction:
             self._check_concurrent(now, metadata, history, job)
             self._check_later_instants(now, job)
             self._check_new_keys(now, producer, history)
-            if self._batch_committed(now):  # another attempt of this batch committed meanwhile
+            if self._batch_committed(now, at_commit=True):  # another attempt of this batch committed meanwhile
                 raise _BatchAlreadyCommitted(f"{self.base_path}: {self.checkpoint} was committed meanwhile")
             metadata["extraMetadata"] = {**(metadata.get("extraMetadata") or {}), **self.extra_metadata}
             job.timings["commit_checks"] = time.perf_counter() - t1

@@ -49,6 +49,7 @@ from pyhudi.table.evolution import conform_array
 from pyhudi.table.filenames import make_file_id, new_file_id_prefix
 from pyhudi.table.fsview import BaseFile
 from pyhudi.table.keygen import EMPTY_PLACEHOLDER, NULL_PLACEHOLDER, KeyGenerator
+from pyhudi.table.lsm_timeline import ArchivedTimeline
 from pyhudi.table.partition_path import check_partition_path, nested_partitions
 from pyhudi.table.schema import (
     INPUT_META_COLUMNS,
@@ -312,7 +313,12 @@ class WriteProducer:
         inserts = tagged.filter(F.col(LOC_FILE_ID_COL).isNull() & (F.col(OP_COL) != OP_DELETE)).select(
             RECORD_KEY_COL, PARTITION_PATH_COL, OP_COL)
         held = index_for("RECORD_INDEX").tag(job, inserts).filter(F.col(LOC_FILE_ID_COL).isNotNull())
-        listed = _stored_elsewhere(held, limit)
+        found = held.select(RECORD_KEY_COL, LOC_PARTITION_COL, PARTITION_PATH_COL, LOC_FILE_ID_COL).limit(limit).collect()
+        known = {(fs.partition, fs.file_id) for fs in job.view.latest_file_slices()}
+        unknown = sorted({(r[1], r[3]) for r in found if (r[1], r[3]) not in known})
+        if unknown:  # not held elsewhere: the index is ahead of this write's view (see index_ahead)
+            raise self.index_ahead(unknown)
+        listed = "; ".join(f"key {r[0]!r} is stored in partition {r[1]!r} (input partition {r[2]!r})" for r in found)
         if not listed:  # a new key arriving with two partitions in this input would be two records too
             twice = (inserts.groupBy(RECORD_KEY_COL).agg(F.sort_array(F.collect_set(PARTITION_PATH_COL)).alias("p"))
                      .filter(F.size("p") > 1).limit(limit).collect())
@@ -415,17 +421,19 @@ class WriteProducer:
         (retry the write); an index naming file groups no commit wrote is refused as damaged."""
         job = self.job
         before = {i.requested_time for i in job.timeline.completed()}
-        now = ActiveTimeline.load(job.storage, job.base_path)
         wanted = set(groups)
-        for other in now.completed_commits():
-            if other.requested_time not in before and touched_file_groups(now.read_commit_metadata(other)) & wanted:
-                return IndexAheadConflict(job.base_path, f"{other.requested_time} ({other.action})", groups)
+        now = ActiveTimeline.load(job.storage, job.base_path)
+        # the active timeline, then the archived one (archival may have run since the write began)
+        for tl in (now, ArchivedTimeline.load(job.storage, job.base_path)):
+            for other in tl.completed_commits():
+                if other.requested_time not in before and touched_file_groups(tl.read_commit_metadata(other)) & wanted:
+                    return IndexAheadConflict(job.base_path, f"{other.requested_time} ({other.action})", groups)
         shown = ", ".join(f"{p or '<root>'}/{f}" for p, f in groups[:5])
+        more = f" and {len(groups) - 5} more" if len(groups) > 5 else ""
         return CorruptFileError(
             f"{metadata_base_path(job.base_path)}/{RECORD_INDEX}",
-            f"the record index places keys in file group(s) {shown}, which the table does not hold and no commit "
-            "since this write began wrote; nothing was written: check it with `pyhudi validate` and rebuild the "
-            "record index if it is damaged",
+            f"the record index places keys in file group(s) {shown}{more}, which the table does not hold and no "
+            "commit since this write began wrote; nothing was written: check the table with `pyhudi validate`",
         )
 
     def plan(self, counts: list[tuple[str, str | None, int]]) -> list[Bucket]:

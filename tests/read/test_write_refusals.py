@@ -24,7 +24,7 @@ from tests.support.fixtures import unzip_table
 from tests.support.storage import LOCAL
 
 MOR = sorted(p.name for p in TABLE_ZIPS_DIR.glob("mor_*.zip"))
-MOR_REFUSAL = r"is a MERGE_ON_READ table; pyhudi does not write merge-on-read tables yet"
+MOR_REFUSAL = r"is a MERGE_ON_READ table, and pyhudi does not write one with"
 V8_REFUSAL = r"is a MERGE_ON_READ table of version 8 \(Hudi 1\.0\); pyhudi writes table version 9 only"
 
 

@@ -108,6 +108,15 @@ def test_a_batch_older_than_the_streams_last_is_refused(spark, tmp_path: Path,  
         res = skipping(spark.createDataFrame(to_arrow(fresh)), 1)
     assert res is not None and res.skipped and "older than batch 2" in caplog.text
     assert snapshot(Path(base)) == before
+    # a delete of an older batch too (committed, it would record the older id as the stream's last, and the
+    # upserts of that batch, as a CDC query writes them after its deletes, would be skipped as replays)
+    with pytest.raises(StreamingCheckpointError):
+        foreach_batch(base, OPTS, "delete")(spark.createDataFrame(to_arrow(rows([0]))), 0)
+    assert snapshot(Path(base)) == before
+    # a replayed delete of the last batch runs again, as in Hudi
+    assert foreach_batch(base, OPTS, "delete")(spark.createDataFrame(to_arrow(rows([0]))), 2).skipped is None
+    apply(model, "delete", rows([0]))
+    assert table_rows(hudi_rs_read(base)) == expected(model)
 
 
 def test_batch_ids_are_checked(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -130,6 +139,11 @@ def test_batch_ids_are_checked(spark, tmp_path: Path) -> None:  # type: ignore[n
                                     {**OPTS, STREAMING_CHECKPOINT_KEY: json.dumps({"default_single_writer": "x"})})
     with pytest.raises(CorruptFileError, match=f"{broken.instant}.*no batch id of stream 'default_single_writer'"):
         Table.open(base).write(df, "insert", OPTS, batch_id=43)
+    # a stream fails on it at once, even one that skips failed batches: skipped, every later batch would be too
+    ignoring = foreach_batch(base, {**OPTS, "hoodie.datasource.write.streaming.ignore.failed.batch": "true",
+                                    "hoodie.datasource.write.streaming.retry.interval.ms": "60000"}, "insert")
+    with pytest.raises(CorruptFileError):
+        ignoring(df, 43)
 
 
 def _source(tmp: Path, n_files: int, per_file: int) -> tuple[Path, list[dict]]:
