@@ -167,7 +167,10 @@ def as_of_instant(base_path: str, as_of: str | None) -> str | None:
 
 def _instant_time(base_path: str, value: str, what: str) -> str:
     """``value`` (an instant ``yyyyMMddHHmmss[SSS]`` or a time ``yyyy-MM-dd[ HH:mm:ss[.SSS]]``, a real date and
-    time) as a 17-digit instant time; one of seconds stands for the last millisecond of its second."""
+    time) as an instant time the timeline's times compare with as strings. A time becomes the 17-digit instant of
+    its first millisecond; an instant is taken as it is, as Hudi's ``formatQueryInstant`` takes it: one of
+    seconds (14 digits) sorts before every 17-digit instant of its second, so a read as of it, or a range
+    beginning or ending at it, stops before that second, as in Hudi and hudi-rs."""
     import datetime as dt
     import re
 
@@ -186,7 +189,7 @@ def _instant_time(base_path: str, value: str, what: str) -> str:
         raise InvalidInputError(
             f"{base_path}: {what}: expected an instant (yyyyMMddHHmmss[SSS]) or a time yyyy-MM-dd[ HH:mm:ss[.SSS]]"
         )
-    return raw if len(raw) == 17 else raw + "999"
+    return raw
 
 
 def incremental_bound(base_path: str, value: str, option: str) -> str:
