@@ -7,6 +7,12 @@ class PyHudiError(Exception):
     """Base class of every error pyhudi raises on purpose."""
 
 
+def file_groups_text(groups: list[tuple[str, str]], limit: int = 5) -> str:
+    """``part/fileId, ...`` of the first ``limit`` (partition, file id) pairs, and how many more, for messages."""
+    shown = ", ".join(f"{p or '<root>'}/{f}" for p, f in groups[:limit])
+    return shown + (f" and {len(groups) - limit} more" if len(groups) > limit else "")
+
+
 class StorageError(PyHudiError):
     """A file could not be read or written."""
 
@@ -49,11 +55,10 @@ class ConcurrentWriteConflict(PyHudiError):
     def __init__(self, base_path: str, instant: str, other: str, groups: list[tuple[str, str]]) -> None:
         self.instant, self.other = instant, other
         self.file_groups = sorted(groups)
-        shown = ", ".join(f"{p or '<root>'}/{f}" for p, f in self.file_groups[:5])
-        more = f" and {len(self.file_groups) - 5} more" if len(self.file_groups) > 5 else ""
+        shown = file_groups_text(self.file_groups)
         super().__init__(
-            f"{base_path}: write {instant} conflicts with {other}, committed meanwhile, on file group(s) {shown}"
-            f"{more}; {instant} was rolled back: retry the write"
+            f"{base_path}: write {instant} conflicts with {other}, committed meanwhile, on file group(s) {shown}; "
+            f"{instant} was rolled back: retry the write"
         )
 
 
@@ -81,11 +86,10 @@ class IndexAheadConflict(ConcurrentWriteConflict):
     def __init__(self, base_path: str, other: str, groups: list[tuple[str, str]]) -> None:
         self.instant, self.other = "", other
         self.file_groups = sorted(groups)
-        shown = ", ".join(f"{p or '<root>'}/{f}" for p, f in self.file_groups[:5])
-        more = f" and {len(self.file_groups) - 5} more" if len(self.file_groups) > 5 else ""
+        shown = file_groups_text(self.file_groups)
         PyHudiError.__init__(
             self,
-            f"{base_path}: the record index places keys of this write in file group(s) {shown}{more}, written by "
+            f"{base_path}: the record index places keys of this write in file group(s) {shown}, written by "
             f"{other}, which committed after this write began; nothing was written: retry the write",
         )
 
@@ -99,13 +103,12 @@ class ClusteringConflict(ConcurrentWriteConflict):
                  rolled_back: bool = False) -> None:
         self.instant, self.other = instant, clustering
         self.file_groups = sorted(groups)
-        shown = ", ".join(f"{p or '<root>'}/{f}" for p, f in self.file_groups[:5])
-        more = f" and {len(self.file_groups) - 5} more" if len(self.file_groups) > 5 else ""
+        shown = file_groups_text(self.file_groups)
         done = f"{instant} was rolled back" if rolled_back else "nothing was written"
         who = f"write {instant}" if instant else "the write"  # refused while planned: no instant yet
         PyHudiError.__init__(
             self,
-            f"{base_path}: {who} would change file group(s) {shown}{more}, which the pending clustering "
+            f"{base_path}: {who} would change file group(s) {shown}, which the pending clustering "
             f"{clustering} rewrites (its records there would be lost when the clustering completes); {done}: "
             "write again once the clustering completed",
         )

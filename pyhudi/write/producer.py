@@ -28,6 +28,7 @@ from pyhudi.errors import (
     IndexAheadConflict,
     InvalidInputError,
     PyHudiError,
+    file_groups_text,
 )
 from pyhudi.hfile.format import MAX_ROW_LENGTH
 from pyhudi.index import index_for
@@ -58,7 +59,7 @@ from pyhudi.table.schema import (
     RECORD_KEY_COL,
     commit_schema_json,
 )
-from pyhudi.table.timeline import COMMIT, DELTA_COMMIT, REPLACE_COMMIT, ActiveTimeline
+from pyhudi.table.timeline import COMMIT, DELTA_COMMIT, REPLACE_COMMIT
 from pyhudi.write.append import APPEND, log_schema_json
 from pyhudi.write.context import WriteJob
 from pyhudi.write.executor import (
@@ -318,7 +319,7 @@ class WriteProducer:
         unknown = sorted({(r[1], r[3]) for r in found if (r[1], r[3]) not in known})
         if unknown:  # not held elsewhere: the index is ahead of this write's view (see index_ahead)
             raise self.index_ahead(unknown)
-        listed = "; ".join(f"key {r[0]!r} is stored in partition {r[1]!r} (input partition {r[2]!r})" for r in found)
+        listed = _stored_elsewhere_text(found)
         if not listed:  # a new key arriving with two partitions in this input would be two records too
             twice = (inserts.groupBy(RECORD_KEY_COL).agg(F.sort_array(F.collect_set(PARTITION_PATH_COL)).alias("p"))
                      .filter(F.size("p") > 1).limit(limit).collect())
@@ -422,17 +423,14 @@ class WriteProducer:
         job = self.job
         before = {i.requested_time for i in job.timeline.completed()}
         wanted = set(groups)
-        now = ActiveTimeline.load(job.storage, job.base_path)
         # the active timeline, then the archived one (archival may have run since the write began)
-        for tl in (now, ArchivedTimeline.load(job.storage, job.base_path)):
+        for tl in (job.timeline.reload(), ArchivedTimeline.load(job.storage, job.base_path)):
             for other in tl.completed_commits():
                 if other.requested_time not in before and touched_file_groups(tl.read_commit_metadata(other)) & wanted:
                     return IndexAheadConflict(job.base_path, f"{other.requested_time} ({other.action})", groups)
-        shown = ", ".join(f"{p or '<root>'}/{f}" for p, f in groups[:5])
-        more = f" and {len(groups) - 5} more" if len(groups) > 5 else ""
         return CorruptFileError(
             f"{metadata_base_path(job.base_path)}/{RECORD_INDEX}",
-            f"the record index places keys in file group(s) {shown}{more}, which the table does not hold and no "
+            f"the record index places keys in file group(s) {file_groups_text(groups)}, which the table does not hold and no "
             "commit since this write began wrote; nothing was written: check the table with `pyhudi validate`",
         )
 
@@ -817,9 +815,14 @@ def _status_storage_level() -> Any:
 
 
 def _stored_elsewhere(clash: DataFrame, limit: int) -> str:
-    """Up to ``limit`` tagged records of ``clash`` listed as "key 'k' is stored in partition 'a' (input partition
-    'b')", joined by "; " (empty: none)."""
-    rows = clash.select(RECORD_KEY_COL, LOC_PARTITION_COL, PARTITION_PATH_COL).limit(limit).collect()
+    """Up to ``limit`` tagged records of ``clash`` listed by :func:`_stored_elsewhere_text` (empty: none)."""
+    return _stored_elsewhere_text(clash.select(RECORD_KEY_COL, LOC_PARTITION_COL, PARTITION_PATH_COL).limit(limit)
+                                  .collect())
+
+
+def _stored_elsewhere_text(rows: list[Any]) -> str:
+    """Rows (key, stored partition, input partition, ...) as "key 'k' is stored in partition 'a' (input partition
+    'b')", joined by "; "."""
     return "; ".join(f"key {r[0]!r} is stored in partition {r[1]!r} (input partition {r[2]!r})" for r in rows)
 
 
